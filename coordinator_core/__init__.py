@@ -1,0 +1,87 @@
+"""coordinator_core: decode Kafka's `__consumer_offsets`, read its log segments, and (in sibling modules)
+parse coordinator logs, rebuild generation histories and replay assignors. Pure Python; never imports Spark.
+
+Public API (a contract; see the project's ARCHITECTURE.md):
+
+    decode_record(key, value) -> Record          encode_record(record) -> (key, value)
+    decode_subscription(bytes) -> Subscription   decode_assignment(bytes) -> Assignment
+    partition_for(group_id, num_partitions=50)   read_segment(path_or_bytes) -> iterator of entries
+    decode_batch(keys, values) -> pyarrow.Table  (imported lazily: pyarrow is needed only there)
+    DecodeError
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator_core.consumer_protocol import (
+    Assignment,
+    MemberProtocol,
+    StickyUserData,
+    Subscription,
+    TopicPartition,
+    decode_assignment,
+    decode_cooperative_sticky_user_data,
+    decode_member_protocol,
+    decode_sticky_user_data,
+    decode_subscription,
+    encode_assignment,
+    encode_cooperative_sticky_user_data,
+    encode_sticky_user_data,
+    encode_subscription,
+)
+from coordinator_core.errors import DecodeError
+from coordinator_core.javaisms import java_string_hash, partition_for
+from coordinator_core.messages import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from coordinator_core.records import RECORD_TYPES, Record, decode_record, encode_record, record_type_name
+
+__all__ = [
+    "RECORD_TYPES",
+    "Assignment",
+    "DecodeError",
+    "GroupMetadataKey",
+    "GroupMetadataValue",
+    "MemberMetadata",
+    "MemberProtocol",
+    "OffsetCommitKey",
+    "OffsetCommitValue",
+    "Record",
+    "StickyUserData",
+    "Subscription",
+    "TopicPartition",
+    "decode_assignment",
+    "decode_batch",
+    "decode_cooperative_sticky_user_data",
+    "decode_member_protocol",
+    "decode_record",
+    "decode_sticky_user_data",
+    "decode_subscription",
+    "encode_assignment",
+    "encode_cooperative_sticky_user_data",
+    "encode_record",
+    "encode_sticky_user_data",
+    "encode_subscription",
+    "java_string_hash",
+    "partition_for",
+    "read_segment",
+    "record_type_name",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # read_segment and decode_batch pull in codecs / pyarrow; load them on first use only.
+    if name == "decode_batch":
+        from coordinator_core.batch import decode_batch
+
+        return decode_batch
+    if name == "read_segment":
+        from coordinator_core.segment import read_segment
+
+        return read_segment
+    raise AttributeError(f"module 'coordinator_core' has no attribute {name!r}")

@@ -1,0 +1,109 @@
+"""The sticky assignors' ConsumerProtocol user data, encoded and decoded the way Kafka's clients do.
+
+* ``sticky`` (`StickyAssignor`): ``STICKY_ASSIGNOR_USER_DATA_V1`` = previous assignment
+  ``[{topic: STRING, partitions: [INT32]}]`` then ``generation: INT32``; V0 (before 2.3) lacks the
+  generation. There is no version prefix: the reader tries V1, then V0, and treats anything else as
+  "no previous assignment, generation -1".
+* ``cooperative-sticky`` (`CooperativeStickyAssignor`): ``COOPERATIVE_STICKY_ASSIGNOR_USER_DATA_V0`` =
+  ``generation: INT32``.
+
+STRING is an int16 length then UTF-8; arrays are an int32 count; all big-endian.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+from coordinator_core.assignors._model import TopicPartition
+
+DEFAULT_GENERATION = -1
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+
+class _Underflow(Exception):
+    pass
+
+
+def _read(fmt: struct.Struct, data: bytes, pos: int) -> tuple[int, int]:
+    end = pos + fmt.size
+    if end > len(data):
+        raise _Underflow
+    return int(fmt.unpack_from(data, pos)[0]), end
+
+
+def _read_previous_assignment(data: bytes, pos: int) -> tuple[list[TopicPartition], int]:
+    count, pos = _read(_INT32, data, pos)
+    if count < 0 or count > len(data) - pos:
+        raise _Underflow
+    partitions: list[TopicPartition] = []
+    for _ in range(count):
+        length, pos = _read(_INT16, data, pos)
+        if length < 0 or pos + length > len(data):
+            raise _Underflow
+        topic = data[pos : pos + length].decode("utf-8", "replace")
+        pos += length
+        n, pos = _read(_INT32, data, pos)
+        if n < 0 or n > len(data) - pos:
+            raise _Underflow
+        for _ in range(n):
+            p, pos = _read(_INT32, data, pos)
+            partitions.append((topic, p))
+    return partitions, pos
+
+
+def decode_sticky_user_data(user_data: bytes | None) -> tuple[list[TopicPartition], int | None]:
+    """`StickyAssignor.memberData`: (previous assignment, generation or None).
+
+    Null or empty user data means no previous assignment and no generation; bytes that parse as
+    neither V1 nor V0 mean no previous assignment and generation -1 (Kafka's own fallback).
+    Trailing bytes after a complete V1 struct are ignored, as Java's `Schema.read` ignores them.
+    """
+    if not user_data:
+        return [], None
+    try:
+        partitions, pos = _read_previous_assignment(user_data, 0)
+    except _Underflow:
+        return [], DEFAULT_GENERATION
+    try:
+        generation, _ = _read(_INT32, user_data, pos)
+    except _Underflow:
+        return partitions, None  # V0: previous assignment only
+    return partitions, generation
+
+
+def encode_sticky_user_data(partitions: Sequence[TopicPartition], generation: int | None) -> bytes:
+    """What a `StickyAssignor` member sends after receiving `partitions` in `generation`.
+
+    Partitions are grouped by topic in first-seen order (`CollectionUtils.groupPartitionsByTopic`
+    uses a HashMap; the reader does not depend on the grouping order). `generation=None` writes V0.
+    """
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in partitions:
+        by_topic.setdefault(topic, []).append(p)
+    out = bytearray(_INT32.pack(len(by_topic)))
+    for topic, ps in by_topic.items():
+        raw = topic.encode("utf-8")
+        out += _INT16.pack(len(raw)) + raw + _INT32.pack(len(ps))
+        for p in ps:
+            out += _INT32.pack(p)
+    if generation is not None:
+        out += _INT32.pack(generation)
+    return bytes(out)
+
+
+def decode_cooperative_user_data(user_data: bytes | None) -> int | None:
+    """`CooperativeStickyAssignor.memberData` fallback (no generation in the subscription): the int32
+    generation, None for null user data, -1 for user data too short to hold one."""
+    if user_data is None:
+        return None
+    if len(user_data) < 4:
+        return DEFAULT_GENERATION
+    return int(_INT32.unpack_from(user_data, 0)[0])
+
+
+def encode_cooperative_user_data(generation: int) -> bytes:
+    """What a `CooperativeStickyAssignor` member sends as user data: its last generation."""
+    return _INT32.pack(generation)

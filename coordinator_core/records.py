@@ -1,0 +1,190 @@
+"""Decode and encode whole `__consumer_offsets` records: dispatch on the key's int16 record type.
+
+``key = int16 record_type + key struct``; ``value = None`` (tombstone) or ``int16 value_version + value
+struct``. The record type selects both layouts (see :data:`RECORD_TYPES`). Every failure is a
+:class:`DecodeError` with a field path and byte position; no other exception leaves :func:`decode_record`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator_core import messages as m
+from coordinator_core import schema, wire
+from coordinator_core.errors import DecodeError
+
+
+@dataclass(frozen=True)
+class RecordType:
+    """One `__consumer_offsets` record type: its id, a stable snake_case name, and its layouts.
+
+    ``value`` is None for types whose values are kept as bytes (share and streams groups).
+    """
+
+    id: int
+    name: str
+    key: schema.Struct
+    value: schema.Struct | None
+
+
+def _t(id: int, name: str, key: schema.Struct, value: schema.Struct | None = None) -> RecordType:
+    return RecordType(id, name, key, value)
+
+
+_gk = m._group_key
+_mk = m._member_key
+
+#: Record types by id (Kafka 0.8.2 - 4.4). Names follow the Kafka key schemas in snake_case; types 0 and 1
+#: are both offset commits (type 0 was written only by 0.8.2).
+RECORD_TYPES: dict[int, RecordType] = {
+    t.id: t
+    for t in (
+        _t(0, "offset_commit", m.OFFSET_COMMIT_KEY, m.OFFSET_COMMIT_VALUE),
+        _t(1, "offset_commit", m.OFFSET_COMMIT_KEY, m.OFFSET_COMMIT_VALUE),
+        _t(2, "group_metadata", m.GROUP_METADATA_KEY, m.GROUP_METADATA_VALUE),
+        _t(3, "consumer_group_metadata", _gk("ConsumerGroupMetadataKey"), m.CONSUMER_GROUP_METADATA_VALUE),
+        _t(4, "consumer_group_partition_metadata", _gk("ConsumerGroupPartitionMetadataKey"),
+           m.CONSUMER_GROUP_PARTITION_METADATA_VALUE),
+        _t(5, "consumer_group_member_metadata", _mk("ConsumerGroupMemberMetadataKey"),
+           m.CONSUMER_GROUP_MEMBER_METADATA_VALUE),
+        _t(6, "consumer_group_target_assignment_metadata", _gk("ConsumerGroupTargetAssignmentMetadataKey"),
+           m.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+        _t(7, "consumer_group_target_assignment_member", _mk("ConsumerGroupTargetAssignmentMemberKey"),
+           m.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+        _t(8, "consumer_group_current_member_assignment", _mk("ConsumerGroupCurrentMemberAssignmentKey"),
+           m.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+        _t(9, "share_group_partition_metadata", _gk("ShareGroupPartitionMetadataKey")),
+        _t(10, "share_group_member_metadata", _mk("ShareGroupMemberMetadataKey")),
+        _t(11, "share_group_metadata", _gk("ShareGroupMetadataKey")),
+        _t(12, "share_group_target_assignment_metadata", _gk("ShareGroupTargetAssignmentMetadataKey")),
+        _t(13, "share_group_target_assignment_member", _mk("ShareGroupTargetAssignmentMemberKey")),
+        _t(14, "share_group_current_member_assignment", _mk("ShareGroupCurrentMemberAssignmentKey")),
+        _t(15, "share_group_state_partition_metadata", _gk("ShareGroupStatePartitionMetadataKey")),
+        _t(16, "consumer_group_regular_expression", m.CONSUMER_GROUP_REGULAR_EXPRESSION_KEY,
+           m.CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+        _t(17, "streams_group_metadata", _gk("StreamsGroupMetadataKey")),
+        _t(18, "streams_group_partition_metadata", _gk("StreamsGroupPartitionMetadataKey")),
+        _t(19, "streams_group_member_metadata", _mk("StreamsGroupMemberMetadataKey")),
+        _t(20, "streams_group_target_assignment_metadata", _gk("StreamsGroupTargetAssignmentMetadataKey")),
+        _t(21, "streams_group_target_assignment_member", _mk("StreamsGroupTargetAssignmentMemberKey")),
+        _t(22, "streams_group_current_member_assignment", _mk("StreamsGroupCurrentMemberAssignmentKey")),
+        _t(23, "streams_group_topology", _gk("StreamsGroupTopologyKey")),
+        _t(24, "streams_group_target_assignment_resolved_topic_ids",
+           _gk("StreamsGroupTargetAssignmentResolvedTopicIdsKey")),
+    )
+}
+
+UNKNOWN = "unknown"
+
+
+def record_type_name(record_type: int | None) -> str:
+    """The snake_case name of a record type id, or "unknown"."""
+    t = RECORD_TYPES.get(record_type) if record_type is not None else None
+    return t.name if t else UNKNOWN
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One decoded `__consumer_offsets` record.
+
+    Attributes:
+        record_type: the int16 key prefix.
+        key: the decoded key dataclass (``UnknownKey`` for an unknown type).
+        value_version: the int16 value prefix, None for a tombstone.
+        value: the decoded value dataclass; None for a tombstone; the raw value bytes (prefix included)
+            for share/streams records and unknown types, whose values this library keeps opaque.
+    """
+
+    record_type: int
+    key: Any
+    value_version: int | None
+    value: Any
+
+    @property
+    def kind(self) -> str:
+        """Stable snake_case name of the record type, e.g. "offset_commit" or "unknown"."""
+        return record_type_name(self.record_type)
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.value_version is None and self.value is None
+
+
+def _decode_value(t: RecordType, value: bytes) -> tuple[int, Any]:
+    path = t.value.name if t.value else "value"
+    if len(value) < 2:
+        raise DecodeError(f"value of {len(value)} byte(s) has no int16 version prefix", f"{path}.version", 0)
+    (version,) = wire.INT16.unpack_from(value, 0)
+    if t.value is None:
+        return version, bytes(value)
+    if version < 0:
+        raise DecodeError(f"negative value version {version}", f"{path}.version", 0)
+    highest = t.value.highest_version
+    # KIP-915: a version above the highest known is read with the newest layout (newer versions only
+    # add tagged fields, which are skipped); Kafka's generated readers behave the same way.
+    layout = version if version <= highest else highest
+    decoded, pos = schema.decoder(t.value, layout)(value, 2, len(value), path)
+    if pos != len(value):
+        raise DecodeError(
+            f"{len(value) - pos} unexpected trailing byte(s) after {path} v{version}", path, pos
+        )
+    return version, decoded
+
+
+def decode_record(key: bytes, value: bytes | None) -> Record:
+    """Decode one `__consumer_offsets` record from its key and value bytes.
+
+    >>> rec = decode_record(bytes.fromhex("000100086d792d67726f757000086d792d746f70696300000000"),
+    ...                     bytes.fromhex("0003000000000000002a000000050000000001" "8bcfe56800"))
+    >>> (rec.kind, rec.key.group, rec.key.topic, rec.value.offset, rec.value.leader_epoch)
+    ('offset_commit', 'my-group', 'my-topic', 42, 5)
+
+    Raises:
+        DecodeError: the bytes are truncated, carry an impossible length, or leave trailing bytes.
+    """
+    try:
+        if key is None:
+            raise DecodeError("record has no key", "key", 0)
+        if len(key) < 2:
+            raise DecodeError(f"key of {len(key)} byte(s) has no int16 record type", "key.record_type", 0)
+        (record_type,) = wire.INT16.unpack_from(key, 0)
+        t = RECORD_TYPES.get(record_type)
+        if t is None:
+            raw = bytes(value) if value is not None else None
+            version = wire.INT16.unpack_from(raw, 0)[0] if raw is not None and len(raw) >= 2 else None
+            return Record(record_type, m.UnknownKey(bytes(key[2:])), version, raw)
+        k, pos = schema.decoder(t.key, 0)(key, 2, len(key), t.key.name)
+        if pos != len(key):
+            raise DecodeError(f"{len(key) - pos} unexpected trailing byte(s) after the key", t.key.name, pos)
+        if value is None:
+            return Record(record_type, k, None, None)
+        version, v = _decode_value(t, value)
+        return Record(record_type, k, version, v)
+    except DecodeError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the contract: nothing but DecodeError escapes
+        raise DecodeError(f"undecodable record ({type(e).__name__}: {e})", "record", -1) from e
+
+
+def encode_record(rec: Record) -> tuple[bytes, bytes | None]:
+    """Encode a :class:`Record` back to (key bytes, value bytes or None) with the same layouts.
+
+    The value is written at ``rec.value_version``; a version above the highest known uses the newest
+    layout (as decoding does). Opaque values (share/streams/unknown) are written back unchanged.
+    """
+    prefix = wire.INT16.pack(rec.record_type)
+    t = RECORD_TYPES.get(rec.record_type)
+    if t is None:
+        if not isinstance(rec.key, m.UnknownKey):
+            raise ValueError(f"record type {rec.record_type} is unknown; its key must be an UnknownKey")
+        return prefix + rec.key.data, rec.value
+    key = prefix + schema.encode_struct(t.key, 0, rec.key)
+    if rec.value is None:
+        return key, None
+    if t.value is None or isinstance(rec.value, (bytes, bytearray)):
+        return key, bytes(rec.value)
+    if rec.value_version is None:
+        raise ValueError("a non-tombstone record needs a value_version")
+    layout = min(rec.value_version, t.value.highest_version)
+    return key, wire.INT16.pack(rec.value_version) + schema.encode_struct(t.value, layout, rec.value)
