@@ -15,7 +15,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from coordinator_core.assignors._common import replica_racks, use_rack_aware_assignment
+from coordinator_core.assignors._common import replica_racks, topics_in_java_order, use_rack_aware_assignment
 from coordinator_core.assignors._model import (
     Assignment,
     AssignorError,
@@ -25,7 +25,6 @@ from coordinator_core.assignors._model import (
     subscriptions_in_hash_order,
     topic_partition_sort_key,
 )
-from coordinator_core.assignors._common import topics_in_java_order
 from coordinator_core.assignors.userdata import (
     DEFAULT_GENERATION,
     decode_cooperative_user_data,
