@@ -65,16 +65,18 @@ def partition_for(group_id: str, num_partitions: int = 50) -> int:
 # --------------------------------------------------------------------------------------------------------
 
 
-def java_string_sort_key(s: str) -> bytes:
+def java_string_sort_key(s: str) -> str:
     """A key that sorts strings as `String.compareTo` does: by UTF-16 code units, not by code points.
 
     Python's own `<` compares code points; the two orders differ only when a character outside the Basic
-    Multilingual Plane (a surrogate pair, 0xD800-0xDFFF) meets one in U+E000-U+FFFF. Big-endian UTF-16
-    bytes compare exactly like the code-unit sequence.
+    Multilingual Plane (stored by Java as a surrogate pair, 0xD800-0xDFFF) meets one in U+E000-U+FFFF.
+    Such a string is keyed by its code units, each as one (possibly lone-surrogate) character, so that
+    Python's comparison of the keys is Java's comparison of the strings.
     """
-    if s.isascii():
-        return s.encode("ascii")
-    return s.encode("utf-16-be", "surrogatepass")
+    if s.isascii() or max(s) < "\U00010000":
+        return s
+    units = s.encode("utf-16-be", "surrogatepass")
+    return "".join(chr((units[i] << 8) | units[i + 1]) for i in range(0, len(units), 2))
 
 
 def java_string_compare(a: str, b: str) -> int:

@@ -78,6 +78,7 @@ def sticky_revision(kafka_version: str | Sequence[int]) -> StickyRevision:
         sort_owned_by_partition=v >= (3, 7, 1),
         rack_revocation_tracked=v >= (3, 7, 1),
         cooperative_generation_from_user_data=True,
+        subscription_generation=v >= (3, 4, 0),
     )
 
 

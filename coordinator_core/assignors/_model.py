@@ -57,7 +57,7 @@ class MemberSubscription:
         return self.rack_id or None
 
 
-def member_sort_key(member: MemberSubscription) -> tuple[int, bytes]:
+def member_sort_key(member: MemberSubscription) -> tuple[int, str]:
     """`AbstractPartitionAssignor.MemberInfo.compareTo` (Kafka 2.4+, KIP-345): static members first, by
     `group.instance.id`; then dynamic members by member id; both with Java string order."""
     if member.group_instance_id is not None:
@@ -88,6 +88,6 @@ def check_unique_members(subscriptions: Sequence[MemberSubscription]) -> None:
         seen.add(member.member_id)
 
 
-def topic_partition_sort_key(tp: TopicPartition) -> tuple[bytes, int]:
+def topic_partition_sort_key(tp: TopicPartition) -> tuple[str, int]:
     """Kafka's usual TopicPartition order: topic (Java string order), then partition."""
     return (java_string_sort_key(tp[0]), tp[1])

@@ -50,6 +50,8 @@ class StickyRevision:
             revoked, and the exactly-min list is cleared in the rack-aware round robin.
         cooperative_generation_from_user_data: KAFKA-12984 (2.8.1/3.0.0): cooperative-sticky reads the
             generation from its user data when the subscription has none.
+        subscription_generation: KAFKA-13715 (3.4.0): the leader's client reads the generation field of
+            ConsumerProtocol Subscription v2+; older clients never see it.
     """
 
     per_partition_generations: bool = True
@@ -59,6 +61,7 @@ class StickyRevision:
     sort_owned_by_partition: bool = True
     rack_revocation_tracked: bool = True
     cooperative_generation_from_user_data: bool = True
+    subscription_generation: bool = True
 
 
 NEWEST = StickyRevision()
@@ -68,7 +71,7 @@ def _member_data(
     member: MemberSubscription, cooperative: bool, revision: StickyRevision
 ) -> tuple[list[TopicPartition], int | None]:
     if cooperative:
-        if member.generation_id is not None:
+        if member.generation_id is not None and revision.subscription_generation:
             return list(member.owned_partitions), member.generation_id
         if not revision.cooperative_generation_from_user_data:
             return list(member.owned_partitions), None
@@ -265,17 +268,12 @@ class _ConstrainedBuilder:
         self.under_min: list[str] = []
         self.exactly_min: list[str] = []
         self.assignment: Assignment = {c: [] for c in member_order}
-        self.assigned: set[TopicPartition] = set()
+        self.assigned_list: list[TopicPartition] = []
         self.transferring: dict[TopicPartition, str] = {}
 
     def build(self) -> Assignment:
         self._assign_owned()
-        unassigned = [
-            (t, p)
-            for t in sorted(self.topics, key=java_string_sort_key)
-            for p in range(self.partitions_per_topic[t])
-            if (t, p) not in self.assigned
-        ]
+        unassigned = self._unassigned()
         self.under_min.sort(key=java_string_sort_key)
         self.exactly_min.sort(key=java_string_sort_key)
         unassigned = self.rack_info.sort_by_rack_consumers(unassigned)
@@ -283,6 +281,28 @@ class _ConstrainedBuilder:
         self._assign_round_robin(unassigned)
         self._verify_unfilled()
         return self.assignment
+
+    def _unassigned(self) -> list[TopicPartition]:
+        """All partitions (topics by name, then partition) minus the kept ones, by the same merge walk as
+        Kafka: a kept partition that does not exist (an owned partition number beyond the topic's count)
+        stalls the walk, so every later partition counts as unassigned too, as it does in Java."""
+        all_partitions = [
+            (t, p) for t in sorted(self.topics, key=java_string_sort_key) for p in range(self.partitions_per_topic[t])
+        ]
+        if not self.assigned_list:
+            return all_partitions
+        ordered = sorted(self.assigned_list, key=topic_partition_sort_key)
+        result: list[TopicPartition] = []
+        i, n = 0, len(ordered)
+        add_directly = False
+        for tp in all_partitions:
+            if add_directly or ordered[i] != tp:
+                result.append(tp)
+            elif i + 1 < n:
+                i += 1
+            else:
+                add_directly = True
+        return result
 
     def _assign_owned(self) -> None:
         rev, rack = self.revision, self.rack_info
@@ -301,7 +321,7 @@ class _ConstrainedBuilder:
             target = self.assignment[consumer]
             if len(owned) < self.min_quota:
                 target.extend(owned)
-                self.assigned.update(owned)
+                self.assigned_list.extend(owned)
                 self.under_min.append(consumer)
             elif len(owned) >= self.max_quota and self.current_over < self.expected_over:
                 self.current_over += 1
@@ -309,13 +329,13 @@ class _ConstrainedBuilder:
                     self.exactly_min.clear()
                 keep = owned[: self.max_quota]
                 target.extend(keep)
-                self.assigned.update(keep)
+                self.assigned_list.extend(keep)
                 for tp in owned[self.max_quota :]:
                     self.maybe_revoked[tp] = consumer
             else:
                 keep = owned[: self.min_quota]
                 target.extend(keep)
-                self.assigned.update(keep)
+                self.assigned_list.extend(keep)
                 for tp in owned[self.min_quota :]:
                     self.maybe_revoked[tp] = consumer
                 if self.current_over < self.expected_over:
@@ -414,7 +434,7 @@ class _SortedMembers:
     a member before its size changes and re-adding it after, as Kafka's code does."""
 
     def __init__(self) -> None:
-        self._keys: list[tuple[int, bytes, str]] = []
+        self._keys: list[tuple[int, str, str]] = []
 
     def add(self, size: int, member: str) -> None:
         bisect.insort(self._keys, (size, java_string_sort_key(member), member))
@@ -527,7 +547,7 @@ class _GeneralBuilder:
         self.movements = _PartitionMovements()
         self.revocation_required = False
 
-    def _partition_sort_key(self, tp: TopicPartition) -> tuple[int, bytes, int]:
+    def _partition_sort_key(self, tp: TopicPartition) -> tuple[int, str, int]:
         return (len(self.topic_consumers[tp[0]]), java_string_sort_key(tp[0]), tp[1])
 
     def build(self) -> Assignment:
@@ -682,6 +702,10 @@ class _GeneralBuilder:
                 consumer = self.owner[tp]
                 size = len(self.current[consumer])
                 prev = previous.get(tp)
+                if prev is not None and prev[0] not in self.current:
+                    # Kafka dereferences currentAssignment.get(previous owner), null for a member set aside
+                    # as unable to participate: the assignment fails with a NullPointerException
+                    raise AssignorError(f"NullPointerException: previous owner {prev[0]} of {tp} is not balanced")
                 if prev is not None and size > len(self.current[prev[0]]) + 1:
                     self._reassign(tp, prev[0])
                     performed = modified = True

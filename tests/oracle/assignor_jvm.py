@@ -1,0 +1,111 @@
+"""Run Kafka's own assignor classes (a pinned kafka-clients) on a batch of cases in one JVM.
+
+The harness source is jvm/assignor-oracle/src/main/java; it is compiled with javac into
+.cache/assignor-oracle-classes/<source hash>-<jar set>/ the first time it is needed, against the jar set
+that `scripts/bootstrap --kafka` fetched into .cache/jars/<jar set>/ (see scripts/fetch_jars.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from coordinator_core.assignors import MemberSubscription
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE_DIR = ROOT / "jvm" / "assignor-oracle" / "src" / "main" / "java"
+
+# jar set name -> the Kafka version it pins (the newest first)
+JAR_SETS: dict[str, str] = {
+    "assignor-oracle": "4.4.0",
+    "assignor-oracle-3.7.0": "3.7.0",
+    "assignor-oracle-3.5.1": "3.5.1",
+    "assignor-oracle-3.4.1": "3.4.1",
+    "assignor-oracle-3.3.2": "3.3.2",
+}
+
+
+def jar_dir(jar_set: str) -> Path:
+    return ROOT / ".cache" / "jars" / jar_set
+
+
+def jars_available(jar_set: str) -> bool:
+    return any(jar_dir(jar_set).glob("kafka-clients-*.jar"))
+
+
+def compile_harness(jar_set: str) -> Path:
+    sources = sorted(SOURCE_DIR.rglob("*.java"))
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
+    out = ROOT / ".cache" / "assignor-oracle-classes" / f"{digest}-{jar_set}"
+    if (out / ".compiled").is_file():
+        return out
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    subprocess.run(
+        ["javac", "-nowarn", "-d", str(out), "-cp", f"{jar_dir(jar_set)}/*", *map(str, sources)],
+        check=True,
+        capture_output=True,
+    )
+    (out / ".compiled").touch()
+    return out
+
+
+def classpath(jar_set: str) -> str:
+    return f"{compile_harness(jar_set)}:{jar_dir(jar_set)}/*"
+
+
+def case_json(
+    case_id: int,
+    assignor: str,
+    partitions_per_topic: Mapping[str, int],
+    members: Sequence[MemberSubscription],
+    brokers: Sequence[tuple[int, str | None]] = (),
+    replicas: Mapping[str, Sequence[Sequence[int]]] | None = None,
+) -> str:
+    return json.dumps(
+        {
+            "id": case_id,
+            "assignor": assignor,
+            "topics": dict(partitions_per_topic),
+            "brokers": [list(b) for b in brokers],
+            "replicas": replicas,
+            "members": [
+                {
+                    "id": m.member_id,
+                    "topics": list(m.topics),
+                    "user_data": None if m.user_data is None else base64.b64encode(m.user_data).decode(),
+                    "owned": [list(tp) for tp in m.owned_partitions],
+                    "generation": m.generation,
+                    "instance": m.group_instance_id,
+                    "rack": m.rack_id,
+                }
+                for m in members
+            ],
+        }
+    )
+
+
+def run_batch(jar_set: str, case_lines: Iterable[str], timeout: float = 600) -> dict[int, dict[str, Any]]:
+    """Feed every case to one JVM; returns case id -> {"assignment": {...}} or {"error": "..."}."""
+    payload = "\n".join(case_lines) + "\n"
+    proc = subprocess.run(
+        ["java", "-Xss8m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath(jar_set),
+         "cgh.oracle.ClientAssignorOracle"],
+        input=payload,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    )
+    results: dict[int, dict[str, Any]] = {}
+    for line in proc.stdout.splitlines():
+        record = json.loads(line)
+        results[int(record["id"])] = record
+    return results
