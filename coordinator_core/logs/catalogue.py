@@ -202,7 +202,8 @@ MESSAGE_PREFIXES: Final[tuple[MessagePrefix, ...]] = (
     ),
     MessagePrefix("java_group_coordinator", r"^\[GroupCoordinator id=(?<brokerId>\d+)\] "),
     MessagePrefix("scala_group_metadata_manager", r"^\[GroupMetadataManager brokerId=(?<brokerId>\d+)\] "),
-    MessagePrefix("scala_group_metadata_manager_0_10", r"^\[Group Metadata Manager on Broker (?<brokerId>\d+)\]: "),
+    MessagePrefix("scala_group_metadata_manager_0_10",
+    r"^\[Group Metadata Manager on Broker (?<brokerId>\d+)\]: "),
     MessagePrefix(
         "consumer_client",
         r"^\[Consumer (?:instanceId=(?<instanceId>[^,\]]*), )?clientId=(?<clientId>[^,\]]*),"
@@ -231,20 +232,25 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        r"Preparing to restabilize group {group} with old generation {generation}"),
     _K("b1_prepare_no_reason", ev.REBALANCE_PREPARED, f"0.11-2.0 {_B_CLASSIC}",
        r"Preparing to rebalance group {group} with old generation {generation} \({offsets_tp}\)"),
-    _K("b1_prepare", ev.REBALANCE_PREPARED, f"2.1-4.0 {_B_CLASSIC}; 3.6+ {_N_CLASSIC} (no partition, final '.')",
+    _K("b1_prepare", ev.REBALANCE_PREPARED,
+       f"2.1-4.0 {_B_CLASSIC}; 3.6+ {_N_CLASSIC} (no partition, final '.')",
        r"Preparing to rebalance group {group} in state {state} with old generation {generation}"
        r"(?: \({offsets_tp}\))? \(reason: {reason}\)\.?"),
     # ---- B2 / B2b / B2c ---------------------------------------------------------------------------------
     _K("b2_stabilized", ev.GROUP_STABILIZED, "0.9+ both coordinators (partition 0.11+, member count 2.8+)",
-       r"Stabilized group {group} generation {generation}(?: \({offsets_tp}\))?(?: with {member_count} members)?\.?"),
+       r"Stabilized group {group} generation {generation}(?: \({offsets_tp}\))?(?: with {member_count}"
+       r" members)?\.?"),
     _K("b2b_empty", ev.GROUP_EMPTY, "0.10+ both coordinators",
-       r"Group {group} with generation {generation} is now empty(?: \({offsets_tp}\))?\.?", ev.GROUP_EMPTY_OR_DEAD),
-    _K("b2c_assignment_received", ev.ASSIGNMENT_RECEIVED, "0.10+ both coordinators (leader 3.0+, counts 2.8+)",
+       r"Group {group} with generation {generation} is now empty(?: \({offsets_tp}\))?\.?",
+       ev.GROUP_EMPTY_OR_DEAD),
+    _K("b2c_assignment_received", ev.ASSIGNMENT_RECEIVED,
+       "0.10+ both coordinators (leader 3.0+, counts 2.8+)",
        r"Assignment received from leader(?: {member})? for group {group} for generation {generation}"
        r"(?:\. The group has {member_count} members, \d+ of which are static\.)?"),
     # ---- B3: failures and timeouts ----------------------------------------------------------------------
     _K("b3_member_failed", ev.MEMBER_FAILED_SESSION_TIMEOUT, "0.10+ both coordinators (INFO from 0.11.0.1)",
-       r"Member {member} in group {group} has failed(?:, removing it from the group)?\.?", ev.SESSION_TIMEOUT),
+       r"Member {member} in group {group} has failed(?:, removing it from the group)?\.?",
+       ev.SESSION_TIMEOUT),
     _K("b3_pending_member_expired", ev.PENDING_MEMBER_EXPIRED, "2.2+ both coordinators",
        r"Pending member {member} in group {group} has been removed after session timeout expiration\.?",
        ev.SESSION_TIMEOUT),
@@ -253,10 +259,12 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
     _K("b3_no_members_rejoined", ev.MEMBERS_NOT_REJOINED_REMOVED, "2.3+ both coordinators (ERROR)",
        r"Group {group} could not complete rebalance because no members rejoined\.?", ev.NOT_REJOINED_IN_TIME),
     _K("b3_leader_failed_new_leader", ev.LEADER_FAILED_TO_REJOIN, f"2.3-4.0 {_B_CLASSIC} (GroupMetadata)",
-       r"Group leader \[member\.id: {member}, group\.instance\.id: {instance}\] failed to join before rebalance"
+       r"Group leader \[member\.id: {member}, group\.instance\.id: {instance}\] failed to join before"
+       r" rebalance"
        r" timeout, while new leader {related} was elected\.", ev.NOT_REJOINED_IN_TIME),
     _K("b3_leader_failed_no_member", ev.LEADER_FAILED_TO_REJOIN, f"2.3-4.0 {_B_CLASSIC} (GroupMetadata)",
-       r"Group leader \[member\.id: {member}, group\.instance\.id: {instance}\] failed to join before rebalance"
+       r"Group leader \[member\.id: {member}, group\.instance\.id: {instance}\] failed to join before"
+       r" rebalance"
        r" timeout, and the group couldn't proceed to next generation ?because no member joined\.",
        ev.NOT_REJOINED_IN_TIME),
     _K("n1_leader_failed_new_leader", ev.LEADER_FAILED_TO_REJOIN, f"3.7+ {_N_CLASSIC} (ClassicGroup)",
@@ -292,17 +300,20 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        r"(?:Static|Dynamic) [Mm]ember with unknown member id (?:re)?joins group {group} in {state} state\."
        r" Created a new member id {member}(?: and request(?:ing)? the member to rejoin with this id"
        r"| for this member and add(?:ed)? to the group)\.", ev.NEW_MEMBER),
-    _K("n1_unknown_member_join_no_rejoin", ev.MEMBER_JOIN_NEW_ID, f"3.7+ {_N_CLASSIC} (clients without KIP-394)",
+    _K("n1_unknown_member_join_no_rejoin", ev.MEMBER_JOIN_NEW_ID,
+       f"3.7+ {_N_CLASSIC} (clients without KIP-394)",
        r"Dynamic member with unknown member id joins group {group} in state {state}\. Created a new member id"
        r" {member} and added the member to the group\.", ev.NEW_MEMBER),
     _K("b5_pending_member_joins", ev.MEMBER_JOIN_NEW_ID, "3.0+ both coordinators (DEBUG before 4.0)",
-       r"Pending dynamic member with id {member} joins group {group} in {state} state\. Adding to the group now\.",
+       r"Pending dynamic member with id {member} joins group {group} in {state} state\. Adding to the group"
+       r" now\.",
        ev.NEW_MEMBER),
     _K("b6_static_member_added", ev.MEMBER_JOIN_NEW_ID, f"2.5-2.8 {_B_CLASSIC}",
        r"Adding new static member {instance} to group {group} with member id {member}\.", ev.NEW_MEMBER),
     _K("b6_static_member_new_id", ev.MEMBER_JOIN_NEW_ID, "3.0+ both coordinators",
        r"Static member with groupInstanceId={instance} and unknown member id joins group {group} in {state}"
-       r" state\. Created a new member id {member} for this member and add(?:ed)? to the group\.", ev.NEW_MEMBER),
+       r" state\. Created a new member id {member} for this member and add(?:ed)? to the group\.",
+       ev.NEW_MEMBER),
     _K("b6_static_member_rejoins_2_3", ev.STATIC_MEMBER_REPLACED, f"2.3-2.4 {_B_CLASSIC}",
        r"Static member {instance} with unknown member id rejoins, assigning new member id {member}, while old"
        r" member {related} will be removed\.", ev.STATIC_MEMBER_REPLACED_CAUSE),
@@ -331,12 +342,14 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        r"Resigned as the group coordinator for partition {partition}(?: in epoch {coordinator_epoch})?",
        ev.COORDINATOR_FAILOVER),
     _K("b7_load_scheduled", ev.OFFSETS_LOAD_SCHEDULED, f"1.0+ {_B_CLASSIC} (epoch 2.8.1+)",
-       r"Scheduling loading of offsets and group metadata from {offsets_tp}(?: for epoch {coordinator_epoch})?",
+       r"Scheduling loading of offsets and group metadata from {offsets_tp}(?: for epoch"
+       r" {coordinator_epoch})?",
        ev.COORDINATOR_FAILOVER),
     _K("b7_load_started_0_10", ev.OFFSETS_LOAD_SCHEDULED, f"0.10-0.11 {_B_CLASSIC}",
        r"Loading offsets and group metadata from {offsets_tp}", ev.COORDINATOR_FAILOVER),
     _K("n3_load_scheduled", ev.OFFSETS_LOAD_SCHEDULED, "3.6+ CoordinatorRuntime",
-       r"Scheduling loading of metadata from {offsets_tp} with epoch {coordinator_epoch}", ev.COORDINATOR_FAILOVER),
+       r"Scheduling loading of metadata from {offsets_tp} with epoch {coordinator_epoch}",
+       ev.COORDINATOR_FAILOVER),
     _K("b7_loaded", ev.OFFSETS_LOADED, f"1.0+ {_B_CLASSIC} (scheduler time 2.6+, epoch 2.8.1+)",
        r"Finished loading offsets and group metadata from {offsets_tp} in {duration} milliseconds"
        r"(?: for epoch {coordinator_epoch})?(?:, of which \d+ milliseconds was spent in the scheduler)?\.",
@@ -344,8 +357,10 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
     _K("b7_loaded_0_10", ev.OFFSETS_LOADED, f"0.10-0.11 {_B_CLASSIC}",
        r"Finished loading offsets from {offsets_tp} in {duration} milliseconds\.", ev.COORDINATOR_FAILOVER),
     _K("n3_loaded", ev.OFFSETS_LOADED, "3.6+ CoordinatorRuntime (LoadSummary 3.7, timings 3.8+)",
-       r"Finished loading of metadata from {offsets_tp} with epoch {coordinator_epoch}(?: in {duration}ms where"
-       r" \d+ms was spent in the scheduler\. Loaded \d+ records which total to \d+ bytes| and LoadSummary=.*)?\.",
+       r"Finished loading of metadata from {offsets_tp} with epoch {coordinator_epoch}(?: in {duration}ms"
+       r" where"
+       r" \d+ms was spent in the scheduler\. Loaded \d+ records which total to \d+ bytes| and"
+       r" LoadSummary=.*)?\.",
        ev.COORDINATOR_FAILOVER),
     _K("b7_load_error", ev.OFFSETS_LOAD_FAILED, f"1.0+ {_B_CLASSIC} (ERROR, stack trace)",
        r"Error loading offsets from {offsets_tp}", ev.COORDINATOR_FAILOVER),
@@ -366,7 +381,8 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
     _K("b7_unload_scheduled", ev.OFFSETS_UNLOAD_SCHEDULED, f"1.0+ {_B_CLASSIC}",
        r"Scheduling unloading of offsets and group metadata from {offsets_tp}", ev.COORDINATOR_FAILOVER),
     _K("n3_unload_scheduled", ev.OFFSETS_UNLOAD_SCHEDULED, "3.6+ CoordinatorRuntime",
-       r"Scheduling unloading of metadata for {offsets_tp} with epoch (?:{coordinator_epoch}|OptionalInt\.empty)",
+       r"Scheduling unloading of metadata for {offsets_tp} with epoch"
+       r" (?:{coordinator_epoch}|OptionalInt\.empty)",
        ev.COORDINATOR_FAILOVER),
     _K("n3_unload_started", None, "3.6+ CoordinatorRuntime",
        r"Started unloading metadata for {offsets_tp} with epoch .*"),
@@ -374,28 +390,35 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        r"Finished unloading {offsets_tp}(?: for coordinator epoch {coordinator_epoch})?\. Removed"
        r" {offsets_removed} cached offsets and \d+ cached groups\.", ev.COORDINATOR_FAILOVER),
     _K("b7_unloaded_0_10", ev.OFFSETS_UNLOADED, f"0.10-0.11 {_B_CLASSIC}",
-       r"Removed {offsets_removed} cached offsets for {offsets_tp} on follower transition\.", ev.COORDINATOR_FAILOVER),
+       r"Removed {offsets_removed} cached offsets for {offsets_tp} on follower transition\.",
+       ev.COORDINATOR_FAILOVER),
     _K("n3_unloaded", ev.OFFSETS_UNLOADED, "3.6+ CoordinatorRuntime",
-       r"Finished unloading metadata for {offsets_tp} with epoch (?:{coordinator_epoch}|OptionalInt\.empty)\.",
+       r"Finished unloading metadata for {offsets_tp} with epoch"
+       r" (?:{coordinator_epoch}|OptionalInt\.empty)\.",
        ev.COORDINATOR_FAILOVER),
     _K("b7_group_loading", ev.GROUP_LOADED, f"0.10-4.0 {_B_CLASSIC}",
        r"Loading group metadata for {group} with generation {generation}", ev.COORDINATOR_FAILOVER),
     _K("n3_group_loaded", ev.GROUP_LOADED, f"3.6+ {_N_CLASSIC} ('generic' 3.6, share/streams 4.1+)",
        r"Loaded {group_protocol} group {group} with {member_count} members\.", ev.COORDINATOR_FAILOVER),
     _K("b7_member_loaded", ev.MEMBER_LOADED, f"2.8-4.0 {_B_CLASSIC} (GroupMetadata$)",
-       r"Loaded member {member_metadata} in group {group} with generation {generation}\.", ev.COORDINATOR_FAILOVER),
+       r"Loaded member {member_metadata} in group {group} with generation {generation}\.",
+       ev.COORDINATOR_FAILOVER),
     _K("b7_static_member_loaded", ev.MEMBER_LOADED, f"2.5-2.7 {_B_CLASSIC} (GroupMetadata$)",
-       r"Static member {member_metadata}\.groupInstanceId of group {group} loaded with member id \S+ at generation"
+       r"Static member {member_metadata}\.groupInstanceId of group {group} loaded with member id \S+ at"
+       r" generation"
        r" {generation}\.", ev.COORDINATOR_FAILOVER),
     _K("b7_group_unloading", ev.GROUP_UNLOADED, f"0.10-4.0 {_B_CLASSIC}",
        r"Unloading group metadata for {group} with generation {generation}", ev.COORDINATOR_FAILOVER),
     _K("n3_classic_group_unloading", ev.GROUP_UNLOADED, f"3.7+ {_N_CLASSIC}",
-       r"\[GroupId={group}\] Unloading group metadata for generation {generation}\.", ev.COORDINATOR_FAILOVER),
+       r"\[GroupId={group}\] Unloading group metadata for generation {generation}\.",
+       ev.COORDINATOR_FAILOVER),
     _K("n3_group_unloaded", ev.GROUP_UNLOADED, f"3.7+ {_N_CLASSIC} (consumer, share, streams groups)",
-       r"\[GroupId={group}\] Unloaded group metadata for group epoch {generation}\.", ev.COORDINATOR_FAILOVER),
+       r"\[GroupId={group}\] Unloaded group metadata for group epoch {generation}\.",
+       ev.COORDINATOR_FAILOVER),
     # ---- B8 / N4: expiry and deletion ------------------------------------------------------------------
     _K("b8_offsets_expired", ev.OFFSETS_EXPIRED, f"0.10+ {_B_CLASSIC}",
-       r"Removed {offsets_removed} expired offsets in {duration} milliseconds\.", ev.OFFSETS_EXPIRED_OR_DELETED),
+       r"Removed {offsets_removed} expired offsets in {duration} milliseconds\.",
+       ev.OFFSETS_EXPIRED_OR_DELETED),
     _K("n4_offsets_expired", ev.OFFSETS_EXPIRED, f"3.7+ {_N_CLASSIC} (GroupCoordinatorShard)",
        r"Generated {offsets_removed} tombstone records while cleaning up group metadata in {duration}"
        r" milliseconds\.", ev.OFFSETS_EXPIRED_OR_DELETED),
@@ -404,10 +427,12 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
     _K("b8_group_dead", ev.GROUP_DEAD, f"0.10+ {_B_CLASSIC}",
        r"Group {group} transitioned to Dead in generation {generation}", ev.GROUP_EMPTY_OR_DEAD),
     _K("b8_groups_deleted", ev.GROUPS_DELETED, "1.1+ both coordinators (offset count 2.0+)",
-       r"The following groups were deleted: {group_list}(?:\. A total of {offsets_removed} offsets were removed\.)?",
+       r"The following groups were deleted: {group_list}(?:\. A total of {offsets_removed} offsets were"
+       r" removed\.)?",
        ev.GROUP_EMPTY_OR_DEAD),
     _K("b8_offsets_deleted_group", ev.OFFSETS_DELETED, f"2.4+ {_B_CLASSIC}",
-       r"The following offsets of the group {group} were deleted: {partitions_lazy}\. A total of {offsets_removed}"
+       r"The following offsets of the group {group} were deleted: {partitions_lazy}\. A total of"
+       r" {offsets_removed}"
        r" offsets were removed\.", ev.OFFSETS_EXPIRED_OR_DELETED),
     _K("b8_offsets_deleted_partitions", ev.OFFSETS_DELETED, f"2.0+ {_B_CLASSIC}",
        r"Removed {offsets_removed} offsets associated with deleted partitions: {partitions_lazy}\.",
@@ -422,7 +447,8 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        r"Failed to write empty metadata for group .*"),
     _K("b8_group_dead_skip", None, f"2.3+ {_B_CLASSIC}", r"Group .+ is dead, skipping rebalance stage"),
     _K("b3_heartbeat_notice", None, f"2.2+ {_B_CLASSIC}",
-       r"(?:Received notification of heartbeat expiration for member .*|Member id .+ was not found in .+ during"
+       r"(?:Received notification of heartbeat expiration for member .*|Member id .+ was not found in .+"
+       r" during"
        r" heartbeat (?:expiration|completion check)\.?)"),
     _K("b2c_empty_assignment", None, "2.5+ both coordinators (WARN)",
        r"(?:Setting empty assignments for members .*|Sending empty assignment to member .*)"),
@@ -433,40 +459,48 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        prefixes=_BROKER_COORDINATOR_PREFIXES),
     _K("b9_shutting_down", ev.COORDINATOR_SHUTDOWN, "all", r"Shutting down\.", ev.COORDINATOR_FAILOVER,
        prefixes=_BROKER_COORDINATOR_PREFIXES),
-    _K("b9_shutdown_complete", ev.COORDINATOR_SHUTDOWN, "all", r"Shutdown complete\.", ev.COORDINATOR_FAILOVER,
+    _K("b9_shutdown_complete", ev.COORDINATOR_SHUTDOWN, "all", r"Shutdown complete\.",
+       ev.COORDINATOR_FAILOVER,
        prefixes=_BROKER_COORDINATOR_PREFIXES),
     # ---- N2: KIP-848 consumer groups -------------------------------------------------------------------
     _K("n2_member_joins", ev.CG_MEMBER_JOINED, "3.6+ (protocol named 3.9+)",
-       r"\[GroupId {group}\] Member {member} joins the consumer group(?: using the {group_protocol} protocol)?\.",
+       r"\[GroupId {group}\] Member {member} joins the consumer group(?: using the {group_protocol}"
+       r" protocol)?\.",
        ev.NEW_MEMBER),
     _K("n2_static_member_joins", ev.CG_MEMBER_JOINED, "3.7+ (protocol named 3.9+)",
        r"\[GroupId {group}\] Static member {member} with instance id {instance} joins the consumer group"
        r"(?: using the {group_protocol} protocol)?\.", ev.NEW_MEMBER),
     _K("n2_member_id_handshake", ev.MEMBER_JOIN_NEW_ID, "3.8+ (classic member of a consumer group)",
-       r"\[GroupId {group}\] Dynamic member with unknown member id joins the consumer group\. Created a new member"
+       r"\[GroupId {group}\] Dynamic member with unknown member id joins the consumer group\. Created a new"
+       r" member"
        r" id {member} and requesting the member to rejoin with this id\.", ev.NEW_MEMBER),
     _K("n2_static_member_rejoins", ev.CG_STATIC_MEMBER_REPLACED, "3.7",
-       r"\[GroupId {group}\] Static member {member} with instance id {instance} re-joins the consumer group\.",
+       r"\[GroupId {group}\] Static member {member} with instance id {instance} re-joins the consumer"
+       r" group\.",
        ev.STATIC_MEMBER_REPLACED_CAUSE),
     _K("n2_static_member_replaced_3_8", ev.CG_STATIC_MEMBER_REPLACED, "3.8",
-       r"\[GroupId {group}\] Static member with unknown member id and instance id {instance} re-joins the consumer"
+       r"\[GroupId {group}\] Static member with unknown member id and instance id {instance} re-joins the"
+       r" consumer"
        r" group\. Created a new member {member} to replace the existing member {related}\.",
        ev.STATIC_MEMBER_REPLACED_CAUSE),
     _K("n2_static_member_replaced", ev.CG_STATIC_MEMBER_REPLACED, "3.9+",
        r"\[GroupId {group}\] Static member with instance id {instance} re-joins the consumer group using the"
-       r" {group_protocol} protocol\. Created a new member {member} to replace the existing member {related}\.",
+       r" {group_protocol} protocol\. Created a new member {member} to replace the existing member"
+       r" {related}\.",
        ev.STATIC_MEMBER_REPLACED_CAUSE),
     _K("n2_static_member_fenced", ev.STATIC_MEMBER_FENCED, "3.7+",
        r"\[GroupId {group}\] Static member {member} with instance id {instance} is fenced by existing member"
        r" {related}\.", ev.STATIC_MEMBER_FENCED_CAUSE),
     _K("n2_static_member_instance_owned", ev.STATIC_MEMBER_FENCED, "3.7+ ('is is' before 4.0)",
-       r"\[GroupId {group}\] Static member {member} with instance id {instance} cannot join the group because the"
+       r"\[GroupId {group}\] Static member {member} with instance id {instance} cannot join the group"
+       r" because the"
        r" instance id is(?: is)? owned by member {related}\.", ev.STATIC_MEMBER_FENCED_CAUSE),
     _K("n2_epoch_bumped", ev.CG_EPOCH_BUMPED, "3.6+ (metadata hash 4.1+)",
        r"\[GroupId {group}\] Bumped group epoch to {epoch}(?: with metadata hash -?\d+)?\."),
     _K("n2_target_assignment", ev.CG_TARGET_ASSIGNMENT_COMPUTED,
        "3.6+ (assignor 3.7+, time 3.8+, assignment printed before 4.0)",
-       r"\[GroupId {group}\] Computed a new target assignment for epoch {epoch}(?: with '{protocol}' assignor)?"
+       r"\[GroupId {group}\] Computed a new target assignment for epoch {epoch}(?: with '{protocol}'"
+       r" assignor)?"
        r"(?: in {duration}ms)?(?:: {partitions})?\."),
     _K("n2_member_assignment_state", ev.CG_MEMBER_ASSIGNMENT_STATE, "3.8+ (INFO 3.8-3.9, DEBUG 4.0+)",
        r"\[GroupId {group}\] Member {member} new assignment state: epoch={epoch}, previousEpoch=-?\d+,"
@@ -479,28 +513,35 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        r"\[GroupId {group}\] Static [Mm]ember {member} with instance id {instance} left the consumer group\.",
        ev.MEMBER_LEFT_CAUSE),
     _K("n2_static_member_temporarily_left", ev.CG_MEMBER_LEFT, "3.7+ ('Static Member' before 4.0)",
-       r"\[GroupId {group}\] Static [Mm]ember {member} with instance id {instance} temporarily left the consumer"
+       r"\[GroupId {group}\] Static [Mm]ember {member} with instance id {instance} temporarily left the"
+       r" consumer"
        r" group\.", ev.MEMBER_LEFT_CAUSE),
     _K("n2_classic_member_left", ev.CG_MEMBER_LEFT, "3.8+ ('[Group' and 'Member' before 4.0)",
-       r"\[Group(?:Id)? {group}\] Dynamic [Mm]ember {member} has left group through explicit `LeaveGroup` request;"
+       r"\[Group(?:Id)? {group}\] Dynamic [Mm]ember {member} has left group through explicit `LeaveGroup`"
+       r" request;"
        r" client reason: {client_reason}", ev.MEMBER_LEFT_CAUSE),
     _K("n2_classic_static_member_left", ev.CG_MEMBER_LEFT, "3.8+ ('[Group' and 'Member' before 4.0)",
-       r"\[Group(?:Id)? {group}\] Static [Mm]ember {member} with instance id {instance} has left group through"
+       r"\[Group(?:Id)? {group}\] Static [Mm]ember {member} with instance id {instance} has left group"
+       r" through"
        r" explicit `LeaveGroup` request; client reason: {client_reason}", ev.MEMBER_LEFT_CAUSE),
     _K("n2_member_fenced", ev.CG_MEMBER_FENCED, "3.6+ ('expired..' in 3.8-3.9)",
        r"\[GroupId {group}\] Member {member} fenced from the group because (?<reason>.+?)\.\.?"),
     _K("n2_converted", ev.CG_CONVERTED, "4.0+",
-       r"\[GroupId {group}\] Converted the (?:empty )?(?:classic|consumer) group to a {group_protocol} group\.",
+       r"\[GroupId {group}\] Converted the (?:empty )?(?:classic|consumer) group to a {group_protocol}"
+       r" group\.",
        ev.GROUP_PROTOCOL_MIGRATION),
     _K("n2_subscription_metadata", None, "3.8+ (INFO 3.8-3.9)",
        r"\[GroupId .+\] Computed new (?:subscription metadata|metadata hash): .*"),
     _K("n2_cannot_migrate", None, "3.8+", r"\[GroupId .+\] Cannot (?:upgrade|downgrade) .*"),
     # ---- C1: client join and sync ----------------------------------------------------------------------
-    _K("c1_joining", ev.CLIENT_JOIN_SENT, "0.10+ (group named before 1.0)", r"\(Re-\)joining group(?: {group})?"),
-    _K("c1_joined", ev.CLIENT_JOINED, "2.6.1+", r"Successfully joined group with generation {generation_obj}"),
+    _K("c1_joining", ev.CLIENT_JOIN_SENT, "0.10+ (group named before 1.0)",
+       r"\(Re-\)joining group(?: {group})?"),
+    _K("c1_joined", ev.CLIENT_JOINED, "2.6.1+",
+       r"Successfully joined group with generation {generation_obj}"),
     _K("c1_joined_generation_id", ev.CLIENT_JOINED, "1.0-2.6.0",
        r"Successfully joined group with generation {generation}"),
-    _K("c1_joined_0_10", ev.CLIENT_JOINED, "0.10-0.11", r"Successfully joined group {group} with generation {generation}"),
+    _K("c1_joined_0_10", ev.CLIENT_JOINED, "0.10-0.11",
+       r"Successfully joined group {group} with generation {generation}"),
     _K("c1_synced", ev.CLIENT_SYNCED, "2.6.1+", r"Successfully synced group in generation {generation_obj}"),
     _K("c1_assignment_received", ev.CLIENT_ASSIGNMENT_RECEIVED, "2.6+",
        r"Notifying assignor about the new Assignment\(partitions=\[{partitions}\](?:, userDataSize=\d+)?\)"),
@@ -513,16 +554,20 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
     _K("c1_coordinator_dead", ev.CLIENT_COORDINATOR_LOST, "0.10-1.0.1",
        r"Marking the coordinator {node} dead(?: for group {group})?\.?", ev.COORDINATOR_FAILOVER),
     _K("c1_coordinator_unavailable", ev.CLIENT_COORDINATOR_LOST, "1.0.2-2.6",
-       r"Group coordinator {node} is unavailable or invalid, will attempt rediscovery", ev.COORDINATOR_FAILOVER),
-    _K("c1_coordinator_unavailable_cause", ev.CLIENT_COORDINATOR_LOST, "2.7+ (no space before isDisconnected <3.3)",
+       r"Group coordinator {node} is unavailable or invalid, will attempt rediscovery",
+       ev.COORDINATOR_FAILOVER),
+    _K("c1_coordinator_unavailable_cause", ev.CLIENT_COORDINATOR_LOST,
+       "2.7+ (no space before isDisconnected <3.3)",
        r"Group coordinator {node} is unavailable or invalid due to cause: {reason_lazy}\. ?isDisconnected:"
        r" (?:true|false)\. Rediscovery will be attempted\.", ev.COORDINATOR_FAILOVER),
     _K("c1_coordinator_disconnect", None, "3.1+", r"Requesting disconnect from last known coordinator .*"),
     _K("c6_join_fenced", ev.CLIENT_FENCED, "2.7+ (ERROR)",
-       r"JoinGroup failed: The group instance id {instance} has been fenced by another instance\. Sent generation"
+       r"JoinGroup failed: The group instance id {instance} has been fenced by another instance\. Sent"
+       r" generation"
        r" was {sent_generation}", ev.STATIC_MEMBER_FENCED_CAUSE),
     _K("c6_sync_fenced", ev.CLIENT_FENCED, "2.7+ (ERROR)",
-       r"SyncGroup failed: The group instance id {instance} has been fenced by another instance\. Sent generation"
+       r"SyncGroup failed: The group instance id {instance} has been fenced by another instance\. Sent"
+       r" generation"
        r" was {sent_generation}", ev.STATIC_MEMBER_FENCED_CAUSE),
     _K("c1_join_failed_loading", ev.CLIENT_JOIN_FAILED, "2.7+",
        r"JoinGroup failed: Coordinator {node} is loading the group\.", ev.COORDINATOR_FAILOVER),
@@ -532,10 +577,12 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
     _K("c1_join_failed_non_fatal", ev.CLIENT_JOIN_FAILED, "2.8+",
        r"JoinGroup failed due to non-fatal error: {error}, which could indicate a replication timeout on the"
        r" broker\. Will retry\."),
-    _K("c1_join_failed_exception", ev.CLIENT_JOIN_FAILED, "2.2-2.6", r"Join group failed with {error}: {reason}"),
+    _K("c1_join_failed_exception", ev.CLIENT_JOIN_FAILED, "2.2-2.6",
+       r"Join group failed with {error}: {reason}"),
     _K("c1_rebalance_failed", ev.CLIENT_JOIN_FAILED, "2.6.1-2.8 (stack trace)", r"Rebalance failed\."),
     _K("c1_sync_failed_rebalancing", ev.CLIENT_SYNC_FAILED, "2.7+",
-       r"SyncGroup failed: The group began another rebalance\. Need to re-join the group\. Sent generation was"
+       r"SyncGroup failed: The group began another rebalance\. Need to re-join the group\. Sent generation"
+       r" was"
        r" {sent_generation}", ev.REBALANCE_IN_PROGRESS),
     _K("c1_sync_failed", ev.CLIENT_SYNC_FAILED, "2.7+",
        r"SyncGroup failed: {reason_lazy} (?:Need to re-join the group|Marking coordinator unknown)\. Sent"
@@ -546,14 +593,16 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
     # ---- C2: partitions --------------------------------------------------------------------------------
     _K("c2_revoking", ev.CLIENT_PARTITIONS_REVOKED, "1.0-2.3 classic; 3.7+ new consumer",
        r"Revoking previously assigned partitions ?{partition_list}(?: for group {group})?"),
-    _K("c2_revoke", ev.CLIENT_PARTITIONS_REVOKED, "2.4+ (brackets 4.1+; ConsumerRebalanceListenerInvoker 3.7+)",
+    _K("c2_revoke", ev.CLIENT_PARTITIONS_REVOKED,
+       "2.4+ (brackets 4.1+; ConsumerRebalanceListenerInvoker 3.7+)",
        r"Revoke previously assigned partitions ?{partition_list}"),
     _K("c2_assigned", ev.CLIENT_PARTITIONS_ASSIGNED, "0.10+ ('Setting' before 2.4, 'Adding' 2.4+)",
        r"(?:Setting|Adding) newly assigned partitions:? ?{partition_list}(?: for group {group})?"),
     _K("c2_lost", ev.CLIENT_PARTITIONS_LOST, "2.4+", r"Lost previously assigned partitions ?{partition_list}",
        ev.MEMBER_EVICTED),
     _K("c2_giving_away_lost", None, "2.4+",
-       r"Giving away all assigned partitions as lost since generation(?:/memberID)? has been reset, ?indicating"
+       r"Giving away all assigned partitions as lost since generation(?:/memberID)? has been reset,"
+       r" ?indicating"
        r" that consumer is .*"),
     _K("c2_pause_flag", None, "3.2+", r"The pause flag in partitions .* will be removed due to .*"),
     _K("c2_cooperative_update", ev.CLIENT_COOPERATIVE_UPDATE, "2.4+ classic; 3.7 new consumer (multi-line)",
@@ -582,14 +631,16 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        r"Attempt to heartbeat with {generation_obj} and group instance id {instance} failed due to {error},"
        r" resetting generation", ev.MEMBER_EVICTED),
     _K("c4_heartbeat_failed_stale", ev.CLIENT_HEARTBEAT_FAILED, "2.6+",
-       r"Attempt to heartbeat with stale {generation_obj} and group instance id {instance} failed due to {error},"
+       r"Attempt to heartbeat with stale {generation_obj} and group instance id {instance} failed due to"
+       r" {error},"
        r" ignoring the error"),
     _K("c4_heartbeat_coordinator_invalid", ev.CLIENT_HEARTBEAT_FAILED, "2.0+ (final '.' before 2.5)",
        r"Attempt to heartbeat failed since coordinator {node} is either not started or not valid\.?",
        ev.COORDINATOR_FAILOVER),
     # ---- C5: poll timeout and leaving ------------------------------------------------------------------
     _K("c5_poll_timeout", ev.CLIENT_POLL_TIMEOUT, "3.0+ classic, 3.7+ new consumer ('Consumer' 3.8+) (WARN)",
-       r"[Cc]onsumer poll timeout has expired\. This means the time between subsequent calls to poll\(\) was longer"
+       r"[Cc]onsumer poll timeout has expired\. This means the time between subsequent calls to poll\(\) was"
+       r" longer"
        r" than the configured max\.poll\.interval\.ms.*", ev.POLL_TIMEOUT),
     _K("c5_poll_timeout_leave", ev.CLIENT_POLL_TIMEOUT, "2.1-2.3 (WARN)",
        r"This member will leave the group because consumer poll timeout has expired\..*", ev.POLL_TIMEOUT),
@@ -598,10 +649,12 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        ev.MEMBER_LEFT_CAUSE),
     _K("c5_leave_group_1_0", ev.CLIENT_LEAVE_GROUP, "1.0-2.1",
        r"Sending LeaveGroup request to coordinator {node}(?: for group {group})?", ev.MEMBER_LEFT_CAUSE),
-    _K("c5_leave_group_failed", None, "2.4+ (ERROR)", r"LeaveGroup request (?:with .+ )?failed with error: .*"),
+    _K("c5_leave_group_failed", None, "2.4+ (ERROR)",
+       r"LeaveGroup request (?:with .+ )?failed with error: .*"),
     # ---- C6: fencing -----------------------------------------------------------------------------------
     _K("c6_heartbeat_fenced", ev.CLIENT_FENCED, "2.3+ (ERROR; Optional[...] 2.4+)",
-       r"Caught fenced group\.instance\.id {instance} error in heartbeat thread", ev.STATIC_MEMBER_FENCED_CAUSE),
+       r"Caught fenced group\.instance\.id {instance} error in heartbeat thread",
+       ev.STATIC_MEMBER_FENCED_CAUSE),
     _K("c6_join_fenced_2_6", ev.CLIENT_FENCED, "2.6 (ERROR)",
        r"Attempt to join group with generation .+ failed because the group instance id .+ has been fenced by"
        r" another instance", ev.STATIC_MEMBER_FENCED_CAUSE),
@@ -622,21 +675,27 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        r"(?:Consumer)?GroupHeartbeatRequest failed for member {member} because epoch {epoch} is fenced\."
        r"(?: in \d+ms: {reason})?", ev.MEMBER_EVICTED),
     _K("k_unknown_member", ev.CLIENT_FENCED_EPOCH, "3.7+",
-       r"(?:Consumer)?GroupHeartbeatRequest failed because member {member} is unknown\.(?: in \d+ms: {reason})?",
+       r"(?:Consumer)?GroupHeartbeatRequest failed because member {member} is unknown\.(?: in \d+ms:"
+       r" {reason})?",
        ev.MEMBER_EVICTED),
     _K("k_coordinator_moved", ev.CLIENT_COORDINATOR_LOST, "3.7+",
-       r"(?:Consumer)?GroupHeartbeatRequest failed because the group coordinator (?:{node}|Optional\.empty) is"
+       r"(?:Consumer)?GroupHeartbeatRequest failed because the group coordinator (?:{node}|Optional\.empty)"
+       r" is"
        r" (?:incorrect|not available)\..*", ev.COORDINATOR_FAILOVER),
     _K("k_coordinator_loading", ev.CLIENT_HEARTBEAT_FAILED, "3.7+ ('loading.Will' before 4.0)",
-       r"(?:Consumer)?GroupHeartbeatRequest failed because the group coordinator (?:{node}|Optional\.empty) is"
+       r"(?:Consumer)?GroupHeartbeatRequest failed because the group coordinator (?:{node}|Optional\.empty)"
+       r" is"
        r" still loading\..*", ev.COORDINATOR_FAILOVER),
     _K("k_fenced_while_leaving", ev.CLIENT_FENCED_EPOCH, "3.8+",
-       r"Member {member_opt} with epoch {epoch} got fenced but it is already preparing to leave the group, so it"
+       r"Member {member_opt} with epoch {epoch} got fenced but it is already preparing to leave the group,"
+       r" so it"
        r" will stop sending heartbeat and won't attempt to (?:send the leave request or )?rejoin\.?",
        ev.MEMBER_EVICTED),
     _K("k_static_fenced", ev.CLIENT_FENCED, "3.9+ (ERROR)",
-       r"(?:Consumer)?GroupHeartbeatRequest failed due to fenced instance id {instance}: {reason_lazy}\. This is"
-       r" expected in the case that the member was removed from the group by an admin client, and another member"
+       r"(?:Consumer)?GroupHeartbeatRequest failed due to fenced instance id {instance}: {reason_lazy}\."
+       r" This is"
+       r" expected in the case that the member was removed from the group by an admin client, and another"
+       r" member"
        r" joined using the same group instance id\.", ev.STATIC_MEMBER_FENCED_CAUSE),
     _K("k_stale_rejoin", ev.CLIENT_STALE_REJOIN, "3.8+ (WARN)",
        r"Time between subsequent calls to poll\(\) was longer than the configured max\.poll\.interval\.ms,"
@@ -646,14 +705,17 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        r"Member {member_opt} is triggering callbacks to release assignment {partition_list} and leave group",
        ev.MEMBER_LEFT_CAUSE),
     _K("k_leaving_done", ev.CLIENT_LEAVING, "3.9+ (DEBUG 3.8)",
-       r"Member {member_opt} completed callback to release assignment\. It will proceed to clear its assignment"
+       r"Member {member_opt} completed callback to release assignment\. It will proceed to clear its"
+       r" assignment"
        r" and send a leave group heartbeat", ev.MEMBER_LEFT_CAUSE),
     _K("k_heartbeat_interval", None, "4.4",
        r"Member \S* received heartbeat interval \d+ms from the group coordinator"),
     # ---- client lines of the coordinator loggers that are about offsets, not membership ----------------
     _K("c_offsets", None, "all clients",
-       r"(?:Setting offset for partition |Found no committed offset for partition |Resetting offset for partition"
-       r" |Failing OffsetCommit request since |Offset commit failed on partition |(?:Asynchronous|Synchronous)"
+       r"(?:Setting offset for partition |Found no committed offset for partition |Resetting offset for"
+       r" partition"
+       r" |Failing OffsetCommit request since |Offset commit failed on partition"
+       r" |(?:Asynchronous|Synchronous)"
        r" auto-commit of offsets |Committing offsets|User provided listener ).*"),
 )
 
@@ -680,19 +742,22 @@ class ReasonRule:
 
 REASON_RULES: Final[tuple[ReasonRule, ...]] = (
     ReasonRule("poll_timeout", ev.POLL_TIMEOUT, r"poll timeout has expired"),
-    ReasonRule("heartbeat_expiration", ev.SESSION_TIMEOUT, r"^[Rr]emoving member (?<memberId>\S+) on heartbeat expiration"),
+    ReasonRule("heartbeat_expiration", ev.SESSION_TIMEOUT,
+               r"^[Rr]emoving member (?<memberId>\S+) on heartbeat expiration"),
     ReasonRule("session_expired", ev.SESSION_TIMEOUT, r"session expired"),
     ReasonRule("leave_group", ev.MEMBER_LEFT_CAUSE, r"^[Rr]emoving member (?<memberId>\S+?) on LeaveGroup"),
     ReasonRule("static_replacement", ev.STATIC_MEMBER_REPLACED_CAUSE, r"for static member replacement"),
     ReasonRule("explicit_leave", ev.MEMBER_LEFT_CAUSE,
                r"explicit `LeaveGroup` request|pro-actively leaving|is being closed|for member leaving"),
     ReasonRule("new_member", ev.NEW_MEMBER,
-               r"^[Aa]dding new member (?<memberId>\S+?)(?: with group instance ?id (?<instanceId>[^;\s]+))?(?:;|$)"),
+               r"^[Aa]dding new member (?<memberId>\S+?)(?: with group instance ?id"
+               r" (?<instanceId>[^;\s]+))?(?:;|$)"),
     ReasonRule("member_id_required", ev.NEW_MEMBER,
                r"need to re-join with the given member-id|MemberIdRequired|needs to have a valid member id"),
     ReasonRule("leader_rejoin", ev.LEADER_REJOIN, r"^[Ll]eader (?<memberId>\S+) re-joining group"),
     ReasonRule("static_metadata", ev.METADATA_CHANGE,
-               r"^Updating metadata for static member (?<memberId>\S+) with instance id (?<instanceId>[^;\s]+)"),
+               r"^Updating metadata for static member (?<memberId>\S+) with instance id"
+               r" (?<instanceId>[^;\s]+)"),
     ReasonRule("static_protocol_change", ev.METADATA_CHANGE,
                r"selectedProtocol will change because static member (?<memberId>\S+) with instance id"
                r" (?<instanceId>\S+) joined"),
@@ -706,9 +771,11 @@ REASON_RULES: Final[tuple[ReasonRule, ...]] = (
     ReasonRule("over_capacity", ev.GROUP_OVER_CAPACITY, r"Freshly-loaded group"),
     ReasonRule("protocol_migration", ev.GROUP_PROTOCOL_MIGRATION, r"^Downgrade group|Converted the"),
     ReasonRule("store_error", ev.COORDINATOR_ERROR, r"when storing group assignment ?during SyncGroup"),
-    ReasonRule("already_rebalancing", ev.REBALANCE_IN_PROGRESS, r"group is already rebalancing|began another rebalance"),
+    ReasonRule("already_rebalancing", ev.REBALANCE_IN_PROGRESS,
+               r"group is already rebalancing|began another rebalance"),
     ReasonRule("revoke_and_rejoin", ev.COOPERATIVE_SECOND_ROUND, r"need to revoke partitions"),
-    ReasonRule("static_fenced", ev.STATIC_MEMBER_FENCED_CAUSE, r"fenced instance id|instance id is(?: is)? owned by"),
+    ReasonRule("static_fenced", ev.STATIC_MEMBER_FENCED_CAUSE,
+               r"fenced instance id|instance id is(?: is)? owned by"),
     ReasonRule("member_evicted", ev.MEMBER_EVICTED,
                r"encountered (?<error>[A-Z_]+) from [A-Z_]+ response|was modified by heartbeat thread"),
 )

@@ -68,7 +68,8 @@ ENVELOPE_PATTERNS: Final[tuple[EnvelopePattern, ...]] = (
     # java.util.logging's two-line SimpleFormatter default (English locale)
     EnvelopePattern(
         "jul",
-        rf"(?s)^(?<timestamp>{_JUL_TIMESTAMP}) (?<logger>[\w.$]+) \S+\n(?<level>SEVERE|WARNING|INFO|CONFIG|FINE|FINER"
+        rf"(?s)^(?<timestamp>{_JUL_TIMESTAMP}) (?<logger>[\w.$]+)"
+        rf" \S+\n(?<level>SEVERE|WARNING|INFO|CONFIG|FINE|FINER"
         rf"|FINEST): (?<message>.*)$",
     ),
 )
@@ -82,7 +83,8 @@ HEAD_PATTERN: Final = rf"^(?:\[?\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2
 CONTAINER_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
     ("cri", r"^(?<containerTimestamp>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}))"
             r" (?:stdout|stderr) (?<tag>[PF]) "),
-    ("kubectl_timestamps", r"^(?<containerTimestamp>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})) "),
+    ("kubectl_timestamps",
+    r"^(?<containerTimestamp>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})) "),
     ("docker_compose", r"^[A-Za-z0-9][\w.-]*\s+\| "),
     ("kubectl_prefix", r"^\[pod/[^\]\s]+\] "),
 )
@@ -105,12 +107,14 @@ _TIMESTAMP = re.compile(
     r"(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<h>\d{2}):(?P<m>\d{2}):(?P<s>\d{2})(?:[,.](?P<frac>\d{1,9}))?"
     r"(?P<zone>Z|[+-]\d{2}:?\d{2})?$"
 )
-_JUL = re.compile(r"(?P<mon>[A-Z][a-z]{2}) (?P<d>\d{1,2}), (?P<y>\d{4}) (?P<h>\d{1,2}):(?P<m>\d{2}):(?P<s>\d{2}) (?P<ap>[AP]M)$")
+_JUL = re.compile(r"(?P<mon>[A-Z][a-z]{2}) (?P<d>\d{1,2}), (?P<y>\d{4})"
+                  r" (?P<h>\d{1,2}):(?P<m>\d{2}):(?P<s>\d{2}) (?P<ap>[AP]M)$")
 _MONTHS: Final = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
 _LEVEL_ALIASES: Final = {"WARNING": "WARN", "SEVERE": "ERROR", "FINE": "DEBUG", "FINER": "TRACE",
                          "FINEST": "TRACE", "CONFIG": "INFO"}
-_THROWABLE_START = re.compile(r"^(?:\s+at |Caused by: |\s*\.\.\. \d+ more|(?:[\w$]+\.)+[\w$]*(?:Exception|Error|Throwable)\b)")
+_THROWABLE_START = re.compile(r"^(?:\s+at |Caused by: |\s*\.\.\. \d+"
+                              r" more|(?:[\w$]+\.)+[\w$]*(?:Exception|Error|Throwable)\b)")
 _EXCEPTION_CLASS = re.compile(r"^\s*((?:[\w$]+\.)+[\w$]+)(?::|\s*$)")
 
 

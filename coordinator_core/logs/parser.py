@@ -158,11 +158,11 @@ def classify_log_entry(
         for name, value in prefix_values.items():
             if name == "broker_id" or values.get(name) is None:
                 values[name] = value
-        event = _build_event(kind, values, envelope.message, broker_id)
+        fields = _build_event(kind, values, envelope.message, broker_id)
         event = CoordinatorEvent(
-            **{**event, "timestamp": envelope.timestamp, "level": envelope.level, "logger": envelope.logger,
+            **{**fields, "timestamp": envelope.timestamp, "level": envelope.level, "logger": envelope.logger,
                "thread": envelope.thread, "source": source, "line_number": line_number,
-               "error": event["error"] or exception_class(envelope.throwable)}
+               "error": fields["error"] or exception_class(envelope.throwable)}
         )
         return ParseOutcome(EVENT, event=event, line_kind=kind.name)
     logger_class = (envelope.logger or "").rsplit(".", 1)[-1]
