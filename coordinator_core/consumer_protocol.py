@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from coordinator_core import schema, wire
+from coordinator_core._frozen import fast_init
 from coordinator_core.errors import DecodeError
 from coordinator_core.messages import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
@@ -41,6 +42,7 @@ class TopicPartition(NamedTuple):
     partition: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Subscription:
     """A decoded ConsumerProtocolSubscription. ``owned_partitions`` (v1+, KIP-429) is flattened to
@@ -54,6 +56,7 @@ class Subscription:
     rack_id: str | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Assignment:
     """A decoded ConsumerProtocolAssignment: the partitions given to the member, and assignor user data."""
@@ -63,6 +66,7 @@ class Assignment:
     user_data: bytes | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StickyUserData:
     """StickyAssignor user data: the member's previous assignment and, from V1, its generation."""
@@ -186,6 +190,7 @@ def encode_cooperative_sticky_user_data(generation: int) -> bytes:
     return wire.INT32.pack(generation)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemberProtocol:
     """A member's embedded protocol, decoded when the group's protocol type is "consumer".

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coordinator_core._frozen import fast_init
 from coordinator_core.schema import (
     BYTES,
     INT8,
@@ -31,6 +32,7 @@ from coordinator_core.schema import (
 # Keys (record types 0-24): int16 record type prefix, then a non-flexible struct
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetCommitKey:
     """Key of record types 0 (0.8.2 era) and 1: one committed offset of a group."""
@@ -40,6 +42,7 @@ class OffsetCommitKey:
     partition: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class GroupMetadataKey:
     """Key of record type 2: a classic group's metadata."""
@@ -47,6 +50,7 @@ class GroupMetadataKey:
     group: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class GroupIdKey:
     """Key of the KIP-848 / share / streams group-level records (types 3, 4, 6, 9, 11, 12, 15, 17, ...)."""
@@ -54,6 +58,7 @@ class GroupIdKey:
     group_id: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class GroupMemberKey:
     """Key of the KIP-848 / share / streams member-level records (types 5, 7, 8, 10, 13, 14, 19, 21, 22)."""
@@ -62,6 +67,7 @@ class GroupMemberKey:
     member_id: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupRegularExpressionKey:
     """Key of record type 16: a regular-expression subscription resolved by the coordinator."""
@@ -70,6 +76,7 @@ class ConsumerGroupRegularExpressionKey:
     regular_expression: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class UnknownKey:
     """A record type this library does not know: the key bytes after the type prefix, kept as they are."""
@@ -103,6 +110,7 @@ CONSUMER_GROUP_REGULAR_EXPRESSION_KEY = Struct(
 # Classic values
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetCommitValue:
     """A committed offset. ``leader_epoch`` -1 and ``expire_timestamp`` -1 mean "none"; ``topic_id`` is
@@ -133,6 +141,7 @@ OFFSET_COMMIT_VALUE = Struct(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemberMetadata:
     """One member of a classic group as stored at the end of a rebalance.
@@ -170,6 +179,7 @@ MEMBER_METADATA = Struct(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class GroupMetadataValue:
     """A classic group at the end of a rebalance (one record per generation), or an empty group."""
@@ -202,6 +212,7 @@ GROUP_METADATA_VALUE = Struct(
 # KIP-848 consumer-group values (types 3-8 and 16): every version flexible
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupMetadataValue:
     """Type 3: the group epoch (bumped on every membership or subscription change)."""
@@ -218,12 +229,14 @@ CONSUMER_GROUP_METADATA_VALUE = Struct(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PartitionMetadata:
     partition: int
     racks: tuple[str, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TopicMetadata:
     topic_id: str | None
@@ -232,6 +245,7 @@ class TopicMetadata:
     partition_metadata: tuple[PartitionMetadata, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupPartitionMetadataValue:
     """Type 4: the subscribed topics' metadata the target assignment was computed from."""
@@ -274,12 +288,14 @@ CONSUMER_GROUP_PARTITION_METADATA_VALUE = Struct(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ClassicProtocol:
     name: str
     metadata: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ClassicMemberMetadata:
     """Present when a classic-protocol consumer is a member of a KIP-848 group (upgrade path)."""
@@ -288,6 +304,7 @@ class ClassicMemberMetadata:
     supported_protocols: tuple[ClassicProtocol, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupMemberMetadataValue:
     """Type 5: a member's identity and subscription in a KIP-848 group."""
@@ -344,6 +361,7 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = Struct(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupTargetAssignmentMetadataValue:
     """Type 6: the epoch of the group's current target assignment."""
@@ -360,6 +378,7 @@ CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Struct(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TopicIdPartitions:
     topic_id: str | None
@@ -374,6 +393,7 @@ TOPIC_ID_PARTITIONS = Struct(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupTargetAssignmentMemberValue:
     """Type 7: the partitions the target assignment gives one member."""
@@ -389,6 +409,7 @@ CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Struct(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class AssignedTopicPartitions:
     topic_id: str | None
@@ -411,6 +432,7 @@ ASSIGNED_TOPIC_PARTITIONS = Struct(
 MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 3: "UNKNOWN"}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupCurrentMemberAssignmentValue:
     """Type 8: a member's current epoch, state, and the partitions it owns or must still revoke."""
@@ -436,6 +458,7 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Struct(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupRegularExpressionValue:
     """Type 16: the topics a subscribed regular expression resolved to, and when."""
@@ -457,6 +480,7 @@ CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = Struct(
 # version prefix, then a non-flexible struct. Versions above the highest known parse as the highest.
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TopicPartitionsEntry:
     """A topic and its partitions, as the ConsumerProtocol and the sticky user data group them."""
@@ -474,6 +498,7 @@ def _topic_partitions(versions: str) -> Struct:
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SubscriptionWire:
     topics: tuple[str, ...]
@@ -497,6 +522,7 @@ CONSUMER_PROTOCOL_SUBSCRIPTION = Struct(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class AssignmentWire:
     assigned_partitions: tuple[TopicPartitionsEntry, ...]
@@ -514,6 +540,7 @@ CONSUMER_PROTOCOL_ASSIGNMENT = Struct(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StickyAssignorUserDataWire:
     previous_assignment: tuple[TopicPartitionsEntry, ...]

@@ -12,6 +12,7 @@ from typing import Any
 
 from coordinator_core import messages as m
 from coordinator_core import schema, wire
+from coordinator_core._frozen import fast_init
 from coordinator_core.errors import DecodeError
 
 
@@ -84,6 +85,7 @@ def record_type_name(record_type: int | None) -> str:
     return t.name if t else UNKNOWN
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Record:
     """One decoded `__consumer_offsets` record.
@@ -111,7 +113,16 @@ class Record:
         return self.value_version is None and self.value is None
 
 
-def _decode_value(t: RecordType, value: bytes) -> tuple[int, Any]:
+# Compiled codecs per record type, looked up by plain ints on the hot path.
+_KEY_DECODERS: dict[int, schema.Decoder] = {i: schema.decoder(t.key, 0) for i, t in RECORD_TYPES.items()}
+_VALUE_DECODERS: dict[int, tuple[schema.Decoder, ...]] = {
+    i: tuple(schema.decoder(t.value, v) for v in range(t.value.highest_version + 1))
+    for i, t in RECORD_TYPES.items()
+    if t.value is not None
+}
+
+
+def _decode_value(record_type: int, t: RecordType, value: bytes) -> tuple[int, Any]:
     path = t.value.name if t.value else "value"
     if len(value) < 2:
         raise DecodeError(f"value of {len(value)} byte(s) has no int16 version prefix", f"{path}.version", 0)
@@ -120,11 +131,11 @@ def _decode_value(t: RecordType, value: bytes) -> tuple[int, Any]:
         return version, bytes(value)
     if version < 0:
         raise DecodeError(f"negative value version {version}", f"{path}.version", 0)
-    highest = t.value.highest_version
+    decoders = _VALUE_DECODERS[record_type]
     # KIP-915: a version above the highest known is read with the newest layout (newer versions only
     # add tagged fields, which are skipped); Kafka's generated readers behave the same way.
-    layout = version if version <= highest else highest
-    decoded, pos = schema.decoder(t.value, layout)(value, 2, len(value), path)
+    decode = decoders[version] if version < len(decoders) else decoders[-1]
+    decoded, pos = decode(value, 2, len(value), path)
     if pos != len(value):
         raise DecodeError(
             f"{len(value) - pos} unexpected trailing byte(s) after {path} v{version}", path, pos
@@ -154,12 +165,21 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
             raw = bytes(value) if value is not None else None
             version = wire.INT16.unpack_from(raw, 0)[0] if raw is not None and len(raw) >= 2 else None
             return Record(record_type, m.UnknownKey(bytes(key[2:])), version, raw)
-        k, pos = schema.decoder(t.key, 0)(key, 2, len(key), t.key.name)
+        k, pos = _KEY_DECODERS[record_type](key, 2, len(key), t.key.name)
         if pos != len(key):
             raise DecodeError(f"{len(key) - pos} unexpected trailing byte(s) after the key", t.key.name, pos)
         if value is None:
             return Record(record_type, k, None, None)
-        version, v = _decode_value(t, value)
+        decoders = _VALUE_DECODERS.get(record_type)
+        if decoders is not None and len(value) >= 2:
+            # Hot path (offset commits, group metadata); _decode_value handles every other case.
+            version = (value[0] << 8) | value[1]
+            if version < len(decoders):
+                path = t.value.name  # type: ignore[union-attr]
+                v, pos = decoders[version](value, 2, len(value), path)
+                if pos == len(value):
+                    return Record(record_type, k, version, v)
+        version, v = _decode_value(record_type, t, value)
         return Record(record_type, k, version, v)
     except DecodeError:
         raise

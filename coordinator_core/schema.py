@@ -14,6 +14,7 @@ and encoding therefore come from the same declaration and cannot drift apart.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ class Versions:
     high: int | None  # None = open-ended
 
     @classmethod
+    @functools.cache
     def parse(cls, text: str) -> Versions:
         text = text.strip()
         if text == "none":
@@ -273,9 +275,18 @@ class _DecoderBuilder:
                 self.emit(ind, f"pos += {st.size}")
             elif t is UUID:
                 self.emit(ind, f"{target}, pos = _ruuid(buf, pos, end, {path})")
+            elif t is STRING and not flex:
+                # Inlined hot path of wire.read_string; anything unusual (null, bad length, too short)
+                # is handed to the helper from the same position, which returns or raises precisely.
+                n = self.tmp("n")
+                self.emit(ind, f"{n} = ((buf[pos] << 8) | buf[pos + 1]) if pos + 2 <= end else -2")
+                self.emit(ind, f"if 0 <= {n} < 0x8000 and pos + 2 + {n} <= end:")
+                self.emit(ind + 1, f"{target} = buf[pos + 2:pos + 2 + {n}].decode('utf-8', 'replace')")
+                self.emit(ind + 1, f"pos += 2 + {n}")
+                self.emit(ind, "else:")
+                self.emit(ind + 1, f"{target}, pos = _rs(buf, pos, end, {path}, {nullable})")
             elif t is STRING:
-                fn = "_rcs" if flex else "_rs"
-                self.emit(ind, f"{target}, pos = {fn}(buf, pos, end, {path}, {nullable})")
+                self.emit(ind, f"{target}, pos = _rcs(buf, pos, end, {path}, {nullable})")
             elif t is BYTES:
                 fn = "_rcb" if flex else "_rb"
                 self.emit(ind, f"{target}, pos = {fn}(buf, pos, end, {path}, {nullable})")

@@ -1,0 +1,144 @@
+"""Benchmark coordinator_core's decoders: records/s of decode_record and decode_batch on realistic offset
+commits, and read_segment's throughput and peak memory on a large segment file.
+
+    .venv/bin/python -m benchmarks.decode_bench [--records 1000000] [--segment-mb 512]
+
+Inputs are built with coordinator_core's own encoders plus kafka-python's batch builder (for the
+segment): a fleet of groups with service-like names committing offsets for 1-64 partitions of a few
+topics, values in the mix a 3.x/4.x cluster writes (v3 mostly, some v1 with an expire timestamp, v4 with
+and without a topic id), a few group-metadata records and tombstones. Figures are single-threaded and use process CPU time (time.process_time), so a busy machine
+slows the run but not the figure much.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import sys
+import tempfile
+import time
+
+import coordinator_core as cc
+from coordinator_core import messages as m
+from coordinator_core.records import Record
+
+
+def realistic_records(n: int, seed: int = 7) -> tuple[list[bytes], list[bytes | None]]:
+    rnd = random.Random(seed)
+    services = ["payments", "orders", "inventory", "billing", "search-indexer", "fraud-scoring", "email"]
+    topics = ["orders.v2.events", "payments.settled", "inventory-changes", "user-activity", "audit.log"]
+    groups = [f"{rnd.choice(services)}-consumer-{i}" for i in range(2000)]
+    keys: list[bytes] = []
+    values: list[bytes | None] = []
+    ts = 1_760_000_000_000
+    for i in range(n):
+        g = groups[rnd.randrange(len(groups))]
+        t = topics[hash(g) % len(topics)]
+        p = rnd.randrange(64)
+        ts += rnd.randrange(5)
+        roll = rnd.random()
+        if roll < 0.002:
+            values.append(None)
+            keys.append(cc.encode_record(Record(1, m.OffsetCommitKey(g, t, p), None, None))[0])
+            continue
+        if roll < 0.80:
+            version, value = 3, m.OffsetCommitValue(rnd.randrange(1 << 40), rnd.randrange(30), "", ts, -1, None)
+        elif roll < 0.85:
+            version, value = 1, m.OffsetCommitValue(rnd.randrange(1 << 40), -1, "", ts, ts + 604_800_000, None)
+        elif roll < 0.97:
+            version, value = 4, m.OffsetCommitValue(rnd.randrange(1 << 40), rnd.randrange(30), "", ts, -1, None)
+        else:
+            version, value = 4, m.OffsetCommitValue(rnd.randrange(1 << 40), 3, "checkpoint", ts, -1,
+                                                    "AQIDBAUGBwgJCgsMDQ4PEA")
+        k, v = cc.encode_record(Record(1, m.OffsetCommitKey(g, t, p), version, value))
+        keys.append(k)
+        values.append(v)
+    return keys, values
+
+
+def bench_decode_record(keys: list[bytes], values: list[bytes | None]) -> float:
+    decode = cc.decode_record
+    start = time.process_time()
+    for k, v in zip(keys, values):
+        decode(k, v)
+    return len(keys) / (time.process_time() - start)
+
+
+def bench_decode_batch(keys: list[bytes], values: list[bytes | None]) -> float:
+    import pyarrow as pa
+
+    karr = pa.array(keys, pa.binary())
+    varr = pa.array(values, pa.binary())
+    cc.decode_batch(karr.slice(0, 1000), varr.slice(0, 1000))  # warm the compiled codecs
+    start = time.process_time()
+    # Spark hands the decoder Arrow batches of 10,000 rows by default; measure both batch shapes.
+    for i in range(0, len(keys), 10_000):
+        cc.decode_batch(karr.slice(i, 10_000), varr.slice(i, 10_000))
+    per_10k = len(keys) / (time.process_time() - start)
+    start = time.process_time()
+    cc.decode_batch(karr, varr)
+    whole = len(keys) / (time.process_time() - start)
+    print(f"decode_batch   : {per_10k:>12,.0f} records/s in 10k-row batches; {whole:,.0f} records/s as one array")
+    return per_10k
+
+
+def write_segment(path: str, keys: list[bytes], values: list[bytes | None], target_bytes: int) -> int:
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    written = 0
+    offset = 0
+    with open(path, "wb") as f:
+        while written < target_bytes:
+            for i in range(0, len(keys), 200):
+                bb = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
+                                               producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                               batch_size=1 << 22)
+                for j in range(i, min(i + 200, len(keys))):
+                    bb.append(j - i, timestamp=1_760_000_000_000 + j, key=keys[j], value=values[j], headers=[])
+                buf = bytearray(bb.build())
+                buf[0:8] = offset.to_bytes(8, "big")
+                offset += min(200, len(keys) - i)
+                f.write(buf)
+                written += len(buf)
+                if written >= target_bytes:
+                    break
+    return offset
+
+
+def bench_read_segment(keys: list[bytes], values: list[bytes | None], megabytes: int) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        for size_mb in (megabytes // 8, megabytes):
+            path = os.path.join(d, f"{size_mb}.log")
+            n = write_segment(path, keys[:200_000], values[:200_000], size_mb << 20)
+            rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            start = time.process_time()
+            count = 0
+            reader = cc.read_segment(path)
+            for _ in reader:
+                count += 1
+            elapsed = time.process_time() - start
+            rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            assert count == n and not reader.problems, (count, n, reader.problems)
+            print(f"read_segment   : {size_mb:>5} MiB file, {count:,} records, {count / elapsed:,.0f} records/s, "
+                  f"{os.path.getsize(path) / elapsed / 1e6:,.0f} MB/s, peak RSS growth {(rss_after - rss_before) / 1024:,.1f} MiB")
+            os.remove(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--segment-mb", type=int, default=512)
+    args = ap.parse_args(argv)
+    print(f"building {args.records:,} realistic offset-commit records ...", file=sys.stderr)
+    keys, values = realistic_records(args.records)
+    print(f"decode_record  : {bench_decode_record(keys, values):>12,.0f} records/s")
+    bench_decode_batch(keys, values)
+    if args.segment_mb:
+        bench_read_segment(keys, values, args.segment_mb)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
