@@ -192,7 +192,7 @@ class JavaHashMap:
             default constructor; pass `table_capacity` instead when the table size is already known.
     """
 
-    __slots__ = ("_hash_fn", "_cap", "_seq", "_next_seq", "_hashes", "_bucket_sizes", "_order")
+    __slots__ = ("_hash_fn", "_cap", "_seq", "_next_seq", "_head_seq", "_hashes", "_bucket_sizes", "_order")
 
     def __init__(
         self,
@@ -207,6 +207,7 @@ class JavaHashMap:
         self._hashes: dict[Any, int] = {}
         self._bucket_sizes: dict[int, int] = {}
         self._next_seq = 0
+        self._head_seq = 0
         self._order: list[Any] | None = None
 
     @property
@@ -235,6 +236,31 @@ class JavaHashMap:
             self._resize()
         if len(self._seq) > int(self._cap * 0.75):
             self._resize()
+        return True
+
+    def add_at_head(self, key: Any) -> bool:
+        """`computeIfAbsent` (also `compute`/`merge`, and so `Collectors.groupingBy`) adding a new key.
+
+        Unlike `put`, these link the new node at the *head* of its bucket, and they resize *before*
+        inserting when the map is already over its threshold, never after: so `n` keys added this way
+        can leave a smaller table, and a different order, than `n` puts.
+        """
+        if key in self._seq:
+            return False
+        if len(self._seq) > int(self._cap * 0.75):
+            self._resize()
+        h = spread(self._hash_fn(key))
+        bucket = h & (self._cap - 1)
+        in_bucket = self._bucket_sizes.get(bucket, 0)
+        if in_bucket >= _TREEIFY_THRESHOLD - 1 and self._cap < _MIN_TREEIFY_CAPACITY:
+            self._resize()
+            bucket = h & (self._cap - 1)
+            in_bucket = self._bucket_sizes.get(bucket, 0)
+        self._hashes[key] = h
+        self._head_seq -= 1
+        self._seq[key] = self._head_seq
+        self._bucket_sizes[bucket] = in_bucket + 1
+        self._order = None
         return True
 
     def discard(self, key: Any) -> bool:

@@ -29,7 +29,7 @@ from coordinator_core.assignors._model import (
     TopicPartition,
     check_unique_members,
 )
-from coordinator_core.assignors.range import assign_range
+from coordinator_core.assignors.range import assign_range, assign_range_before_3_5
 from coordinator_core.assignors.roundrobin import assign_roundrobin
 from coordinator_core.assignors.sticky import StickyRevision, assign_sticky
 from coordinator_core.assignors.userdata import (
@@ -97,6 +97,8 @@ def _range(
     context: Mapping[str, Any],
 ) -> Assignment:
     _require_client_version("range", v)
+    if v < (3, 5, 0):
+        return assign_range_before_3_5(partitions_per_topic, subscriptions)
     return assign_range(
         partitions_per_topic, subscriptions, partition_racks=partition_racks, rack_aware=v >= (3, 5, 0)
     )
@@ -189,6 +191,7 @@ __all__ = [
     "UnsupportedKafkaVersion",
     "assign",
     "assign_range",
+    "assign_range_before_3_5",
     "assign_roundrobin",
     "assign_sticky",
     "decode_cooperative_user_data",

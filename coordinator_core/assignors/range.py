@@ -18,6 +18,7 @@ from coordinator_core.assignors._model import (
     subscriptions_in_hash_order,
     topic_partition_sort_key,
 )
+from coordinator_core.javaisms import JavaHashMap, java_string_hash
 
 
 class _TopicState:
@@ -164,4 +165,37 @@ def assign_range(
     if use_racks:
         for partitions in assignment.values():
             partitions.sort(key=topic_partition_sort_key)
+    return assignment
+
+
+def assign_range_before_3_5(
+    partitions_per_topic: Mapping[str, int], subscriptions: Sequence[MemberSubscription]
+) -> Assignment:
+    """Range as Kafka 2.4.0-3.4.x computed it: the same ranges, but topics are walked in the order of a
+    HashMap topic -> subscribers (filled walking the members in map order), and no racks.
+
+    >>> from coordinator_core.assignors import MemberSubscription
+    >>> assign_range_before_3_5({"t0": 3, "t1": 3},
+    ...     [MemberSubscription("C0", ["t0", "t1"]), MemberSubscription("C1", ["t0", "t1"])])
+    {'C0': [('t0', 0), ('t0', 1), ('t1', 0), ('t1', 1)], 'C1': [('t0', 2), ('t1', 2)]}
+    """
+    members = subscriptions_in_hash_order(subscriptions)
+    topic_order = JavaHashMap(java_string_hash)
+    subscribers: dict[str, list[MemberSubscription]] = {}
+    for m in members:
+        for topic in m.topics:
+            topic_order.add_at_head(topic)  # AbstractPartitionAssignor.put: computeIfAbsent
+            subscribers.setdefault(topic, []).append(m)
+    assignment: Assignment = {m.member_id: [] for m in subscriptions}
+    for topic in topic_order.order():
+        count = partitions_per_topic.get(topic, 0)
+        if count <= 0:
+            continue
+        consumers = sorted(subscribers[topic], key=member_sort_key)
+        n = len(consumers)
+        per_consumer, with_extra = divmod(count, n)
+        for i, member in enumerate(consumers):
+            start = per_consumer * i + min(i, with_extra)
+            length = per_consumer + (1 if i < with_extra else 0)
+            assignment[member.member_id].extend((topic, p) for p in range(start, start + length))
     return assignment
