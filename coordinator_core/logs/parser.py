@@ -52,12 +52,12 @@ MAX_UNPARSED_EXAMPLES: Final = 20
 _KINDS: Final = tuple((kind, re.compile(kind.python_pattern)) for kind in LINE_KINDS)
 _PREFIXES: Final = tuple((prefix, re.compile(prefix.python_pattern)) for prefix in MESSAGE_PREFIXES)
 _RULES: Final = tuple((rule, re.compile(rule.python_pattern)) for rule in REASON_RULES)
-#: Prefixes whose unmatched lines count as unparsed. Connect's worker shares the classic coordinator code
-#: but also logs its own rebalance texts, which are outside this catalogue.
-_COUNTED_PREFIXES: Final = frozenset(p.name for p in MESSAGE_PREFIXES) - {"connect_worker"}
+#: Prefixes whose unmatched lines count as unparsed: the broker coordinator's. A client's
+#: ``[Consumer clientId=...]`` prefix is on every line of the consumer (fetcher, offsets, subscriptions), so
+#: client lines count by their logger only.
+_COUNTED_PREFIXES: Final = frozenset(p.name for p in MESSAGE_PREFIXES) - {"consumer_client", "connect_worker"}
 _COORDINATOR_MARKER = re.compile(
-    r"\[(?:GroupCoordinator |GroupMetadataManager brokerId=|Group Metadata Manager on Broker "
-    r"|Consumer (?:instanceId=|clientId=))"
+    r"\[(?:GroupCoordinator |GroupMetadataManager brokerId=|Group Metadata Manager on Broker )"
 )
 _INT_FIELDS: Final = frozenset({
     "generation", "member_count", "offsets_removed", "duration_ms", "coordinator_epoch", "offsets_partition",
