@@ -22,7 +22,7 @@ from tests.oracle.random_cases import Case, random_case
 pytestmark = pytest.mark.oracle
 
 ASSIGNORS = ["range", "roundrobin", "sticky", "cooperative-sticky"]
-CASES_PER_ASSIGNOR = int(os.environ.get("ASSIGNOR_ORACLE_CASES", "1500"))
+CASES_PER_ASSIGNOR = int(os.environ.get("ASSIGNOR_ORACLE_CASES", "2500"))
 SEED = 20240607
 
 
