@@ -1,0 +1,205 @@
+"""The single boundary between Spark and `coordinator_core`: vectorized, Arrow batches in and out.
+
+Spark hands each task Arrow record batches (`mapInArrow`); the functions here call coordinator_core on a
+whole batch and hand Arrow batches back. Nothing crosses row by row through a Python UDF. These functions
+run on executors: coordinator_core and pyarrow are imported there, inside the task function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from schemas.bronze import RAW_OFFSETS
+from schemas.decoded import DECODED_RECORD, DECODED_RENAMES
+
+# Raw columns that travel through decoding unchanged.
+DECODE_PASSTHROUGH = (
+    "cluster",
+    "partition",
+    "offset",
+    "timestamp",
+    "producer_id",
+    "is_transactional",
+)
+
+# Record kinds whose raw bytes are kept after decoding (everything else is fully represented by columns).
+_KEEP_BYTES_KINDS = ("unknown",)
+
+
+def _decoded_fields() -> list[T.StructField]:
+    return [
+        T.StructField(DECODED_RENAMES.get(f.name, f.name), f.dataType, True) for f in DECODED_RECORD.fields
+    ]
+
+
+def decoded_schema() -> T.StructType:
+    """Schema of `decode_records`' output: the passthrough columns, the decoder's columns, key and value.
+
+    `key`/`value` are kept only for records that did not decode or are of an unknown type.
+    """
+    raw = {f.name: f for f in RAW_OFFSETS.schema.fields}
+    fields = [T.StructField(n, raw[n].dataType, True) for n in DECODE_PASSTHROUGH]
+    fields += _decoded_fields()
+    fields += [T.StructField("key", T.BinaryType(), True), T.StructField("value", T.BinaryType(), True)]
+    return T.StructType(fields)
+
+
+def _arrow_schema(schema: T.StructType) -> Any:
+    return to_arrow_schema(schema, timestamp_utc=True, prefers_large_types=False)
+
+
+def _decode_batches_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    out_schema = decoded_schema()
+    decoder_names = [f.name for f in DECODED_RECORD.fields]
+    renamed = [DECODED_RENAMES.get(n, n) for n in decoder_names]
+
+    def decode_partition(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        import coordinator_core
+
+        arrow_out = _arrow_schema(out_schema)
+        decoded_arrow = pa.schema([arrow_out.field(n) for n in renamed])
+        for batch in batches:
+            for start in range(0, batch.num_rows, batch_size):
+                chunk = batch.slice(start, batch_size)
+                keys = chunk.column(chunk.schema.get_field_index("key"))
+                values = chunk.column(chunk.schema.get_field_index("value"))
+                decoded = coordinator_core.decode_batch(keys, values)
+                decoded = decoded.select(decoder_names).rename_columns(renamed).cast(decoded_arrow)
+                keep_bytes = pc.or_kleene(
+                    pc.is_valid(decoded.column("error").combine_chunks()),
+                    pc.is_in(decoded.column("record_kind").combine_chunks(), pa.array(_KEEP_BYTES_KINDS)),
+                )
+                keep_bytes = pc.fill_null(keep_bytes, True)
+                null_binary = pa.nulls(chunk.num_rows, pa.binary())
+                columns = [chunk.column(chunk.schema.get_field_index(n)) for n in DECODE_PASSTHROUGH]
+                columns += [c.combine_chunks() for c in decoded.columns]
+                columns += [
+                    pc.if_else(keep_bytes, keys, null_binary),
+                    pc.if_else(keep_bytes, values, null_binary),
+                ]
+                yield pa.RecordBatch.from_arrays(columns, schema=arrow_out)
+
+    return decode_partition
+
+
+def decode_records(raw_records: DataFrame, batch_size: int = 20000) -> DataFrame:
+    """raw_offsets rows (data records, not control records) -> one decoded row each (`decoded_schema`)."""
+    return raw_records.select(*DECODE_PASSTHROUGH, "key", "value").mapInArrow(
+        _decode_batches_fn(batch_size), decoded_schema()
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Segment files -> raw records, on the executors.
+
+SEGMENT_FILE_COLUMNS = ("cluster", "partition", "path")
+READ_ERROR = "read_error"
+READ_ERROR_POSITION = "read_error_position"
+_SEGMENT_RECORD_COLUMNS = (
+    "cluster",
+    "partition",
+    "offset",
+    "timestamp",
+    "timestamp_type",
+    "key",
+    "value",
+    "producer_id",
+    "producer_epoch",
+    "is_transactional",
+    "is_control",
+    "control_type",
+    "batch_base_offset",
+    "batch_last_offset",
+    "source",
+)
+
+
+def segment_records_schema() -> T.StructType:
+    """Raw record columns read from a segment, plus the read error of a corrupt batch (null otherwise).
+
+    A corrupt batch becomes one row with a null offset, the file as `source` and the error; the caller
+    splits those from the records.
+    """
+    raw = {f.name: f for f in RAW_OFFSETS.schema.fields}
+    fields = [T.StructField(n, raw[n].dataType, True) for n in _SEGMENT_RECORD_COLUMNS]
+    fields += [
+        T.StructField(READ_ERROR, T.StringType(), True),
+        T.StructField(READ_ERROR_POSITION, T.LongType(), True),
+    ]
+    return T.StructType(fields)
+
+
+def _read_segments_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    out_schema = segment_records_schema()
+
+    def read_partition(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        import coordinator_core
+
+        arrow_out = _arrow_schema(out_schema)
+        names = [f.name for f in out_schema.fields]
+
+        def flush(rows: dict[str, list[Any]]) -> Any:
+            return pa.RecordBatch.from_arrays(
+                [pa.array(rows[n], type=arrow_out.field(n).type) for n in names], schema=arrow_out
+            )
+
+        def empty() -> dict[str, list[Any]]:
+            return {n: [] for n in names}
+
+        for files in batches:
+            for cluster, partition, path in zip(*(files.column(c).to_pylist() for c in SEGMENT_FILE_COLUMNS)):
+                rows = empty()
+                reader = coordinator_core.read_segment(path)
+                for entry in reader:
+                    rows["cluster"].append(cluster)
+                    rows["partition"].append(partition)
+                    rows["offset"].append(entry.offset)
+                    rows["timestamp"].append(entry.timestamp * 1000 if entry.timestamp >= 0 else None)
+                    rows["timestamp_type"].append(entry.timestamp_type)
+                    rows["key"].append(entry.key)
+                    rows["value"].append(entry.value)
+                    rows["producer_id"].append(entry.producer_id)
+                    rows["producer_epoch"].append(entry.producer_epoch)
+                    rows["is_transactional"].append(entry.is_transactional)
+                    rows["is_control"].append(entry.is_control)
+                    rows["control_type"].append(entry.control_type)
+                    rows["batch_base_offset"].append(entry.batch_base_offset)
+                    rows["batch_last_offset"].append(entry.batch_last_offset)
+                    rows["source"].append(path)
+                    rows[READ_ERROR].append(None)
+                    rows[READ_ERROR_POSITION].append(None)
+                    if len(rows["offset"]) >= batch_size:
+                        yield flush(rows)
+                        rows = empty()
+                # Corrupt batches and torn tails were skipped by the reader; report each one.
+                for problem in reader.problems:
+                    for n in names:
+                        rows[n].append(None)
+                    rows["cluster"][-1] = cluster
+                    rows["partition"][-1] = partition
+                    rows["is_control"][-1] = False
+                    rows["source"][-1] = path
+                    rows[READ_ERROR][-1] = f"{problem.kind}: {problem.message}"
+                    rows[READ_ERROR_POSITION][-1] = problem.position
+                if rows["source"]:
+                    yield flush(rows)
+
+    return read_partition
+
+
+def read_segment_files(segment_files: DataFrame, batch_size: int = 20000) -> DataFrame:
+    """(cluster, partition, path) rows -> records read from those segment files, in parallel tasks."""
+    return segment_files.select(*SEGMENT_FILE_COLUMNS).mapInArrow(
+        _read_segments_fn(batch_size), segment_records_schema()
+    )

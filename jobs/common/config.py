@@ -1,0 +1,191 @@
+"""Typed, strict configuration read from TOML with the standard library.
+
+Unknown keys are an error that names the key; a wrong type is an error that names the key and the type
+expected. Relative paths are resolved against the project root (the parent of the config file's
+directory), so `conf/local.toml` works from any working directory. Secrets never live here: Kafka
+security options come from environment variables (see `KafkaSource.options_env_prefix`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CONFIG = PROJECT_ROOT / "conf" / "local.toml"
+
+
+class ConfigError(ValueError):
+    """A configuration file that does not match the expected shape."""
+
+
+@dataclass(frozen=True)
+class SegmentSource:
+    """A copied `__consumer_offsets` directory tree (holding `__consumer_offsets-N/*.log`)."""
+
+    cluster: str
+    path: str
+
+
+@dataclass(frozen=True)
+class KafkaSource:
+    """A live cluster read with Spark's Kafka source, in batch mode."""
+
+    cluster: str
+    bootstrap_servers: str
+    topic: str = "__consumer_offsets"
+    # Every environment variable starting with this prefix becomes a Kafka client option:
+    # CGH_KAFKA_SECURITY_PROTOCOL=SASL_SSL -> kafka.security.protocol. Values are never logged.
+    options_env_prefix: str = "CGH_KAFKA_"
+    # Cap per partition and run (0 = read up to the current end offset).
+    max_records_per_partition: int = 0
+
+
+@dataclass(frozen=True)
+class SourcesConfig:
+    mode: Literal["segments", "kafka", "none"] = "segments"
+    segments: tuple[SegmentSource, ...] = ()
+    kafka: tuple[KafkaSource, ...] = ()
+
+
+@dataclass(frozen=True)
+class TablesConfig:
+    database: str = "consumer_group_history"
+    location: str = "warehouse/tables"
+
+    def path_of(self, table: str) -> str:
+        return f"{self.location.rstrip('/')}/{table}"
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    master: str = "local[*]"
+    app_name: str = "consumer-group-history"
+    # "hive": a persistent catalog (embedded Derby metastore locally, the cluster's metastore elsewhere),
+    # so `spark-sql` sees the tables after a run; "in-memory": tables registered per session only.
+    catalog: Literal["hive", "in-memory"] = "hive"
+    warehouse_dir: str = "warehouse/spark-warehouse"
+    metastore_dir: str = "warehouse/metastore_db"
+    shuffle_partitions: int = 8
+    # Local jar directory filled by scripts/bootstrap; empty when spark-submit passes --jars/--packages.
+    jars_dir: str = ".cache/jars/spark"
+    show_progress: bool = True
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    # Records per Arrow batch handed to coordinator_core.decode_batch.
+    arrow_batch_size: int = 20000
+
+
+@dataclass(frozen=True)
+class Config:
+    sources: SourcesConfig = field(default_factory=SourcesConfig)
+    tables: TablesConfig = field(default_factory=TablesConfig)
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+
+# Fields holding filesystem locations, resolved against the project root when relative.
+_PATH_FIELDS = {
+    (SegmentSource, "path"),
+    (TablesConfig, "location"),
+    (SparkConfig, "warehouse_dir"),
+    (SparkConfig, "metastore_dir"),
+    (SparkConfig, "jars_dir"),
+}
+
+
+def _resolve_path(value: str, root: Path) -> str:
+    if not value or "://" in value or os.path.isabs(value):
+        return value
+    return str((root / value).resolve())
+
+
+def _convert(value: Any, tp: Any, where: str, root: Path) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a table, found {type(value).__name__}")
+        return _build(tp, value, where, root)
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{where}: expected one of {list(args)}, found {value!r}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected an array, found {type(value).__name__}")
+        return tuple(_convert(v, args[0], f"{where}[{i}]", root) for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a table, found {type(value).__name__}")
+        return {str(k): _convert(v, args[1], f"{where}.{k}", root) for k, v in value.items()}
+    if origin in (typing.Union, types.UnionType):
+        raise ConfigError(f"{where}: union types are not supported in config dataclasses")
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true/false, found {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, found {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, found {value!r}")
+        return value
+    raise ConfigError(f"{where}: unsupported type {tp}")
+
+
+def _build(cls: Any, data: dict[str, Any], where: str, root: Path) -> Any:
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        prefix = f"{where}." if where else ""
+        raise ConfigError(
+            f"unknown configuration key {prefix}{unknown[0]} (known keys here: {', '.join(sorted(known))})"
+        )
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ConfigError(f"missing configuration key {where + '.' if where else ''}{f.name}")
+            continue
+        key = f"{where}.{f.name}" if where else f.name
+        value = _convert(data[f.name], hints[f.name], key, root)
+        if (cls, f.name) in _PATH_FIELDS:
+            value = _resolve_path(value, root)
+        kwargs[f.name] = value
+    obj = cls(**kwargs)
+    # Defaults that are paths are resolved too.
+    for klass, name in _PATH_FIELDS:
+        if klass is cls and name not in data:
+            object.__setattr__(obj, name, _resolve_path(getattr(obj, name), root))
+    return obj
+
+
+def parse_config(data: dict[str, Any], root: Path = PROJECT_ROOT) -> Config:
+    """Build a `Config` from already-parsed TOML data (tests use this with inline dicts)."""
+    config: Config = _build(Config, data, "", root)
+    if config.sources.mode == "segments" and not config.sources.segments:
+        raise ConfigError("sources.mode = 'segments' needs at least one [[sources.segments]] entry")
+    if config.sources.mode == "kafka" and not config.sources.kafka:
+        raise ConfigError("sources.mode = 'kafka' needs at least one [[sources.kafka]] entry")
+    return config
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """Read and validate a TOML configuration file (default: conf/local.toml)."""
+    config_path = Path(path) if path else DEFAULT_CONFIG
+    with open(config_path, "rb") as fh:
+        data = tomllib.load(fh)
+    return parse_config(data, root=config_path.resolve().parent.parent)

@@ -1,0 +1,115 @@
+"""The one place a SparkSession is built: Delta configured, local jars, catalog and warehouse.
+
+`spark_conf(config)` is the single source of the settings; `build_session` applies them and
+`scripts/spark-sql` passes the very same ones to the `spark-sql` shell (`python -m jobs.common.session
+--spark-sql-args`), so the shell sees the tables the jobs wrote.
+
+Under `spark-submit` the JVM is already running: the master comes from `--master` and the jars from
+`--jars`/`--packages`, so those two are only set here when the job was started with `python -m`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from jobs.common.config import Config, SparkConfig, load_config
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+def local_jars(jars_dir: str) -> list[str]:
+    """The jars scripts/bootstrap copied from Maven Central (Delta, Spark's Kafka source)."""
+    if not jars_dir:
+        return []
+    directory = Path(jars_dir)
+    jars = sorted(str(p) for p in directory.glob("*.jar"))
+    if not jars:
+        raise FileNotFoundError(
+            f"no jars in {directory}: run scripts/bootstrap (it resolves jvm/spark/pom.xml from Maven Central)"
+        )
+    return jars
+
+
+def launched_by_spark_submit() -> bool:
+    """True when the Python driver was started by spark-submit (the JVM gateway already exists)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def spark_conf(spark: SparkConfig, *, for_shell: bool = False) -> dict[str, str]:
+    """Every Spark setting the jobs rely on, as plain key/value pairs."""
+    conf: dict[str, str] = {
+        "spark.sql.extensions": DELTA_EXTENSION,
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(spark.shuffle_partitions),
+        "spark.sql.warehouse.dir": spark.warehouse_dir,
+        "spark.sql.catalogImplementation": spark.catalog,
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.ui.showConsoleProgress": "true" if spark.show_progress else "false",
+        # Delta: readable commit history for RESTORE, and no surprise schema changes.
+        "spark.databricks.delta.schema.autoMerge.enabled": "false",
+    }
+    if spark.catalog == "hive" and spark.metastore_dir and "://" not in spark.metastore_dir:
+        # Embedded Derby metastore at a fixed place, so every process (job, spark-sql) shares one catalog.
+        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+            f"jdbc:derby:;databaseName={spark.metastore_dir};create=true"
+        )
+        conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={Path(spark.metastore_dir).parent}"
+    if for_shell or not launched_by_spark_submit():
+        jars = local_jars(spark.jars_dir)
+        if jars:
+            conf["spark.jars"] = ",".join(jars)
+    conf.update(spark.extra)
+    return conf
+
+
+def build_session(config: Config) -> SparkSession:
+    """Build (or return) the SparkSession for a job. Jobs call this once and pass the session on."""
+    builder = SparkSession.builder.appName(config.spark.app_name)
+    if not launched_by_spark_submit():
+        # Python workers run the driver's interpreter (the project's venv), which has pyarrow and
+        # coordinator_core; the system python on PATH may have neither.
+        # (PySpark reads PYSPARK_PYTHON when the context starts; an explicit setting is kept.)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = builder.master(config.spark.master)
+    for key, value in spark_conf(config.spark).items():
+        builder = builder.config(key, value)
+    if config.spark.catalog == "hive":
+        builder = builder.enableHiveSupport()
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def spark_sql_args(config: Config) -> list[str]:
+    """Arguments for the `spark-sql` shell equivalent to `build_session`."""
+    args = ["--master", "local[*]" if config.spark.master.startswith("local") else config.spark.master]
+    for key, value in spark_conf(config.spark, for_shell=True).items():
+        if key == "spark.ui.showConsoleProgress":
+            continue
+        args += ["--conf", f"{key}={value}"]
+    args += ["--database", config.tables.database]
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conf", default=None, help="TOML configuration (default conf/local.toml)")
+    parser.add_argument("--spark-sql-args", action="store_true", help="print spark-sql arguments, NUL-separated")
+    args = parser.parse_args(argv)
+    config = load_config(args.conf)
+    if args.spark_sql_args:
+        sys.stdout.write("\0".join(spark_sql_args(config)))
+        return 0
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

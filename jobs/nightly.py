@@ -1,0 +1,272 @@
+"""The nightly pipeline: ingest -> decode (-> later stages), incremental, idempotent, crash-safe.
+
+    python -m jobs.nightly [--conf conf/local.toml]
+    spark-submit --master yarn --jars <delta + kafka jars> jobs/nightly.py --conf conf/cluster.toml
+
+A run is committed by the single ingest_runs row it writes last, which records the Delta version of
+every table after the run's writes. A run that dies half-way leaves no such row; the next run first
+restores every derived table to the versions of the last committed run (RESTORE is a metadata
+operation), then decodes every raw_offsets row archived since that run: the crashed run's archive
+appends are kept (raw_offsets is append-only), its partial derived writes are undone, nothing is lost
+and nothing is written twice.
+
+Later stages (coordinator events, generations, replay, storms) plug in by appending a `Stage` to
+`STAGES`: a name, the tables it writes, and a function of the `RunContext`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import secrets
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from jobs.common.config import Config, load_config
+from jobs.common.delta_io import Tables
+from jobs.common.session import build_session
+from jobs.decode import DecodeResult, run_decode
+from jobs.ingest import IngestResult, run_ingest_kafka, run_ingest_segments
+from schemas import (
+    ALL_TABLES,
+    CONSUMER_GROUP_RECORDS,
+    DECODE_COVERAGE,
+    DECODE_ERRORS,
+    GROUP_MEMBERS,
+    GROUP_METADATA,
+    HISTORY_GAPS,
+    INGEST_RUNS,
+    OFFSET_COMMITS,
+    RAW_OFFSETS,
+    TableSpec,
+)
+
+# Tables never rolled back after a crash: the archive (append-only by contract; whatever a crashed run
+# archived is valid and will be decoded by the next run), gaps (keyed by where the archive stopped, so
+# recording one twice is impossible) and the commit log itself.
+NOT_ROLLED_BACK = {RAW_OFFSETS.name, HISTORY_GAPS.name, INGEST_RUNS.name}
+
+
+def log(message: str) -> None:
+    print(f"[nightly {dt.datetime.now(dt.timezone.utc):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class CommittedState:
+    """What the last successful run left: decoded raw_offsets through this version; table versions."""
+
+    run_id: str | None
+    raw_version_decoded: int
+    table_versions: dict[str, int]
+
+
+@dataclass
+class RunContext:
+    tables: Tables
+    config: Config
+    run_id: str
+    started_at: dt.datetime
+    committed: CommittedState
+    ingest: IngestResult | None = None
+    decode: DecodeResult | None = None
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # for later stages' summary lines
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    writes: tuple[TableSpec, ...]
+    run: Callable[[RunContext], None]
+
+
+def _ingest_stage(ctx: RunContext) -> None:
+    sources = ctx.config.sources
+    if sources.mode == "segments":
+        ctx.ingest = run_ingest_segments(
+            ctx.tables, sources.segments, ctx.run_id, ctx.started_at, ctx.config.decode.arrow_batch_size
+        )
+    elif sources.mode == "kafka":
+        ctx.ingest = run_ingest_kafka(ctx.tables, sources.kafka, ctx.run_id, ctx.started_at)
+    else:
+        ctx.ingest = IngestResult(source_mode="none")
+
+
+def _decode_stage(ctx: RunContext) -> None:
+    ctx.decode = run_decode(
+        ctx.tables, ctx.run_id, ctx.committed.raw_version_decoded, ctx.config.decode.arrow_batch_size
+    )
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("ingest", (RAW_OFFSETS, HISTORY_GAPS), _ingest_stage),
+    Stage(
+        "decode",
+        (OFFSET_COMMITS, GROUP_METADATA, GROUP_MEMBERS, CONSUMER_GROUP_RECORDS, DECODE_ERRORS, DECODE_COVERAGE),
+        _decode_stage,
+    ),
+)
+
+
+class StoppedAfterStage(RuntimeError):
+    """Raised by `run_nightly(stop_after=...)`: a deliberate stop between stages (crash drills, tests)."""
+
+
+def new_run_id(now: dt.datetime) -> str:
+    return f"{now:%Y%m%dT%H%M%S%f}Z-{secrets.token_hex(3)}"
+
+
+def last_committed(tables: Tables) -> CommittedState:
+    last = tables.read(INGEST_RUNS).orderBy(F.col("run_id").desc()).limit(1).collect()
+    if not last:
+        return CommittedState(None, 0, {})
+    row = last[0]
+    return CommittedState(row["run_id"], int(row["raw_version_decoded"]), dict(row["table_versions"]))
+
+
+def recover(tables: Tables, committed: CommittedState, stages: Sequence[Stage]) -> list[str]:
+    """Undo the derived-table writes of a run that did not commit. Returns the tables restored."""
+    restored = []
+    for stage in stages:
+        for spec in stage.writes:
+            if spec.name in NOT_ROLLED_BACK:
+                continue
+            # A table created after the last commit (or never committed) goes back to its empty version 0.
+            if tables.restore(spec, committed.table_versions.get(spec.name, 0)):
+                restored.append(spec.name)
+    return restored
+
+
+def _ingest_runs_row(ctx: RunContext, finished_at: dt.datetime, table_versions: dict[str, int]) -> tuple:
+    ingest = ctx.ingest or IngestResult(source_mode="none")
+    decode = ctx.decode or DecodeResult(ctx.committed.raw_version_decoded, 0, 0, [])
+    return (
+        ctx.run_id,
+        ctx.started_at,
+        finished_at,
+        ingest.source_mode,
+        ingest.sources,
+        ingest.records_read,
+        ingest.records_archived,
+        decode.records_decoded,
+        decode.decode_errors,
+        len(ingest.history_gaps),
+        [
+            (p["cluster"], p["partition"], p["records_read"], p["records_archived"], p["first_offset"], p["last_offset"])
+            for p in ingest.partitions
+        ],
+        [(e["file"], e["position"], e["error"]) for e in ingest.segment_errors],
+        decode.raw_version_decoded,
+        table_versions,
+        dict(ctx.stage_seconds),
+    )
+
+
+def run_nightly(
+    spark: SparkSession,
+    config: Config,
+    stages: Sequence[Stage] = STAGES,
+    stop_after: str | None = None,
+    now: dt.datetime | None = None,
+) -> RunContext:
+    """Run every stage once and commit the run; see the module docstring for the guarantees."""
+    started_at = (now or dt.datetime.now(dt.timezone.utc)).replace(tzinfo=None)
+    tables = Tables(spark, config.tables.database, config.tables.location)
+    tables.ensure_database()
+    for spec in ALL_TABLES:
+        tables.ensure(spec)
+    committed = last_committed(tables)
+    restored = recover(tables, committed, stages)
+    if restored:
+        log(f"previous run did not finish; rolled back {', '.join(restored)} to run {committed.run_id}")
+    ctx = RunContext(tables, config, new_run_id(started_at), started_at, committed)
+    log(f"run {ctx.run_id}: stages {', '.join(s.name for s in stages)}")
+    for stage in stages:
+        log(f"stage {stage.name}: started")
+        t0 = time.monotonic()
+        stage.run(ctx)
+        ctx.stage_seconds[stage.name] = round(time.monotonic() - t0, 3)
+        log(f"stage {stage.name}: done in {ctx.stage_seconds[stage.name]:.1f}s")
+        if stop_after == stage.name:
+            raise StoppedAfterStage(stage.name)
+    table_versions = {spec.name: tables.version(spec) for spec in ALL_TABLES if spec is not INGEST_RUNS}
+    finished_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    row = _ingest_runs_row(ctx, finished_at, table_versions)
+    tables.append(INGEST_RUNS, spark.createDataFrame([row], INGEST_RUNS.schema))
+    return ctx
+
+
+def format_summary(ctx: RunContext) -> str:
+    """The human-readable end-of-run report."""
+    lines = [f"run {ctx.run_id} committed"]
+    ingest, decode = ctx.ingest, ctx.decode
+    if ingest is not None:
+        lines.append(
+            f"ingest ({ingest.source_mode}): {ingest.records_read} records read, "
+            f"{ingest.records_archived} newly archived"
+        )
+        if ingest.partitions:
+            lines.append("  cluster              partition       read   archived  offsets")
+            for p in ingest.partitions:
+                lines.append(
+                    f"  {p['cluster']:<20} {p['partition']:>9} {p['records_read']:>10} "
+                    f"{p['records_archived']:>10}  {p['first_offset']}..{p['last_offset']}"
+                )
+        for e in ingest.segment_errors:
+            lines.append(f"  corrupt segment data skipped: {e['file']} @ byte {e['position']}: {e['error']}")
+        for g in ingest.history_gaps:
+            lines.append(
+                f"  HISTORY GAP {g['cluster']}/{g['partition']}: archived up to {g['last_archived_offset']}, "
+                f"earliest available {g['earliest_available_offset']} ({g['missing_offsets']} offsets lost)"
+            )
+    if decode is not None:
+        lines.append(
+            f"decode: {decode.records_decoded} records decoded (raw_offsets through version "
+            f"{decode.raw_version_decoded}), {decode.decode_errors} to decode_errors"
+        )
+        if decode.coverage:
+            lines.append("  cluster              type  kind                                        version  status          records")
+            for cluster, rtype, kind, version, status, count in sorted(
+                decode.coverage, key=lambda r: (r[0], r[1] if r[1] is not None else -1, r[2] or "", r[3] if r[3] is not None else -1, r[4])
+            ):
+                lines.append(
+                    f"  {cluster:<20} {'' if rtype is None else rtype:>4}  {kind or '':<43} "
+                    f"{'' if version is None else version:>7}  {status:<14} {count:>8}"
+                )
+    for key, value in ctx.extra.items():
+        lines.append(f"{key}: {value}")
+    lines.append("time per stage: " + ", ".join(f"{k} {v:.1f}s" for k, v in ctx.stage_seconds.items()))
+    lines.append(f"tables: database `{ctx.tables.database}` at {ctx.tables.location}")
+    lines.append(f"query them: scripts/spark-sql -e \"SELECT * FROM {ctx.tables.database}.ingest_runs\"")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="jobs.nightly", description="Archive, decode and publish.")
+    parser.add_argument("--conf", default=None, help="TOML configuration (default: conf/local.toml)")
+    parser.add_argument(
+        "--stop-after", default=None, help="stop (as if killed) after this stage, for crash drills"
+    )
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    config = load_config(args.conf)
+    spark = build_session(config)
+    try:
+        ctx = run_nightly(spark, config, stop_after=args.stop_after)
+    except StoppedAfterStage as stopped:
+        log(f"stopped after stage {stopped} as asked; the next run recovers")
+        return 3
+    finally:
+        pass
+    print(format_summary(ctx))
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

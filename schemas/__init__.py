@@ -1,0 +1,36 @@
+"""The contract of every Delta table: one `TableSpec` (StructType, grain, partitioning, comments) each."""
+
+from __future__ import annotations
+
+from schemas._spec import TableSpec
+from schemas.bronze import RAW_OFFSETS
+from schemas.decoded import DECODED_RECORD
+from schemas.observability import DECODE_COVERAGE, HISTORY_GAPS, INGEST_RUNS
+from schemas.silver import CONSUMER_GROUP_RECORDS, DECODE_ERRORS, GROUP_MEMBERS, GROUP_METADATA, OFFSET_COMMITS
+
+ALL_TABLES: tuple[TableSpec, ...] = (
+    RAW_OFFSETS,
+    OFFSET_COMMITS,
+    GROUP_METADATA,
+    GROUP_MEMBERS,
+    CONSUMER_GROUP_RECORDS,
+    DECODE_ERRORS,
+    INGEST_RUNS,
+    DECODE_COVERAGE,
+    HISTORY_GAPS,
+)
+
+__all__ = [
+    "ALL_TABLES",
+    "CONSUMER_GROUP_RECORDS",
+    "DECODED_RECORD",
+    "DECODE_COVERAGE",
+    "DECODE_ERRORS",
+    "GROUP_MEMBERS",
+    "GROUP_METADATA",
+    "HISTORY_GAPS",
+    "INGEST_RUNS",
+    "OFFSET_COMMITS",
+    "RAW_OFFSETS",
+    "TableSpec",
+]

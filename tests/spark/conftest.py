@@ -1,0 +1,62 @@
+"""Spark test fixtures: one local[2] session for the whole test session (UTC, 2 shuffle partitions, UI
+off, Delta configured by the jobs' own session builder) and a fresh catalog database per test."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from jobs.common.config import Config, SparkConfig, TablesConfig, parse_config
+from jobs.common.delta_io import Tables
+from jobs.common.session import build_session
+
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def spark_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("spark")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_root: Path) -> Iterator[SparkSession]:
+    config = Config(
+        spark=SparkConfig(
+            master="local[2]",
+            app_name="consumer-group-history-tests",
+            catalog="in-memory",
+            warehouse_dir=str(spark_root / "spark-warehouse"),
+            metastore_dir="",
+            shuffle_partitions=2,
+            show_progress=False,
+            jars_dir=str(parse_config({"sources": {"mode": "none"}}).spark.jars_dir),
+            extra={
+                "spark.ui.enabled": "false",
+                "spark.driver.memory": "1g",
+                "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
+                "spark.databricks.delta.snapshotPartitions": "2",
+                "spark.default.parallelism": "2",
+            },
+        )
+    )
+    session = build_session(config)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def test_config(spark_root: Path) -> Config:
+    """A configuration whose tables live in a database and directory of their own (one per test)."""
+    n = next(_databases)
+    return Config(tables=TablesConfig(database=f"cgh_test_{n}", location=str(spark_root / f"tables_{n}")))
+
+
+@pytest.fixture
+def tables(spark: SparkSession, test_config: Config) -> Tables:
+    t = Tables(spark, test_config.tables.database, test_config.tables.location)
+    t.ensure_database()
+    return t
