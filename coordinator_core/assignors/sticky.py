@@ -222,12 +222,12 @@ class _Prelude:
         for tp in partitions:
             if tp[0] not in all_topics:
                 continue
-            other = owner_of.get(tp)
+            previous_owner = owner_of.get(tp)
             owner_of[tp] = member_id
-            if other is None:
+            if previous_owner is None:
                 owned.append(tp)
             else:
-                _remove_first(self.owned[other], tp)
+                _remove_first(self.owned[previous_owner], tp)
                 self.multiply_claimed.add(tp)
 
 
