@@ -250,27 +250,40 @@ def iter_log_entries(lines: Iterable[str]) -> Iterator[LogEntry]:
     """
     sticky = False
     pending_partial = ""
+    in_partial = False
+    partial_start = 0
     current: list[str] = []
     start = 0
+    physical = 0
+    number = 0
     for number, raw in enumerate(lines, start=1):
         content, prefix, partial = strip_container_prefix(raw.rstrip("\r\n"), sticky=sticky)
         if prefix is not None and prefix != "docker_json":
             sticky = True
         if partial:
+            if not in_partial:
+                in_partial, partial_start = True, number
             pending_partial += content
             continue
-        content = pending_partial + content
-        pending_partial = ""
+        first_number = number
+        consumed = 1 + (number - partial_start if in_partial else 0)
+        if in_partial:
+            content, first_number = pending_partial + content, partial_start
+            pending_partial, in_partial = "", False
         if current and (is_entry_head(content) or len(current) >= MAX_ENTRY_LINES):
-            yield LogEntry(start, "\n".join(current), len(current))
-            current = []
+            yield LogEntry(start, "\n".join(current), physical)
+            current, physical = [], 0
         if not current:
-            start = number
+            start = first_number
         current.append(content)
-    if pending_partial:
+        physical += consumed
+    if in_partial:
+        if not current:
+            start = partial_start
         current.append(pending_partial)
+        physical += number - partial_start + 1
     if current:
-        yield LogEntry(start, "\n".join(current), len(current))
+        yield LogEntry(start, "\n".join(current), physical)
 
 
 def read_log_lines(

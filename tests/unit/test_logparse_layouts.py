@@ -37,7 +37,8 @@ def test_strimzi_layout_with_thread_suffix() -> None:
 def test_log4j2_iso8601_layout() -> None:
     event = parse_log_line(f"2025-03-20T09:15:02,481 INFO {STABILIZED} ({GC}) [group-coordinator-event-processor-1]")
     assert event is not None
-    assert (event.timestamp, event.thread) == (utc(2025, 3, 20, 9, 15, 2, 481000), "group-coordinator-event-processor-1")
+    assert (event.timestamp, event.thread) == (
+        utc(2025, 3, 20, 9, 15, 2, 481000), "group-coordinator-event-processor-1")
 
 
 def test_connect_layout_with_line_number_after_logger() -> None:
