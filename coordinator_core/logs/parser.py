@@ -56,6 +56,9 @@ _RULES: Final = tuple((rule, re.compile(rule.python_pattern)) for rule in REASON
 #: ``[Consumer clientId=...]`` prefix is on every line of the consumer (fetcher, offsets, subscriptions), so
 #: client lines count by their logger only.
 _COUNTED_PREFIXES: Final = frozenset(p.name for p in MESSAGE_PREFIXES) - {"consumer_client", "connect_worker"}
+_CLIENT_PREFIXES: Final = frozenset({"consumer_client", "connect_worker"})
+#: Loggers whose lines may match a catalogue row; any other logger's line is skipped without matching.
+_ALL_LOGGERS: Final = COORDINATOR_LOGGERS | {"CoordinatorRuntime"}
 _COORDINATOR_MARKER = re.compile(
     r"\[(?:GroupCoordinator |GroupMetadataManager brokerId=|Group Metadata Manager on Broker )"
 )
@@ -144,6 +147,9 @@ def classify_log_entry(
                 prefix_values["protocol_type"] = prefix.protocol_type
             body = body[match.end():]
             break
+    logger_class = (envelope.logger or "").rsplit(".", 1)[-1]
+    if envelope.logger is not None and prefix_name in _CLIENT_PREFIXES | {None} and logger_class not in _ALL_LOGGERS:
+        return ParseOutcome(UNRELATED)  # another component's line: no catalogue row applies
     for kind, compiled in _KINDS:
         if not body.startswith(kind.literal_prefix):
             continue
@@ -165,7 +171,6 @@ def classify_log_entry(
                "error": fields["error"] or exception_class(envelope.throwable)}
         )
         return ParseOutcome(EVENT, event=event, line_kind=kind.name)
-    logger_class = (envelope.logger or "").rsplit(".", 1)[-1]
     if prefix_name in _COUNTED_PREFIXES or logger_class in COORDINATOR_LOGGERS:
         below_info = envelope.level in ("DEBUG", "TRACE")
         return ParseOutcome(UNPARSED_BELOW_INFO if below_info else UNPARSED)
