@@ -373,7 +373,7 @@ class ConsumerGroupTargetAssignmentMetadataValue:
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Struct(
     "ConsumerGroupTargetAssignmentMetadataValue",
     ConsumerGroupTargetAssignmentMetadataValue,
-    (Field("assignment_epoch", INT32), Field("assignment_timestamp", INT64, tag=0, default=-1)),
+    (Field("assignment_epoch", INT32), Field("assignment_timestamp", INT64, tag=0)),
     flexible_versions="0+",
 )
 
@@ -423,7 +423,7 @@ ASSIGNED_TOPIC_PARTITIONS = Struct(
     (
         Field("topic_id", UUID),
         Field("partitions", ArrayOf(INT32)),
-        Field("assignment_epochs", ArrayOf(INT32), nullable_versions="0+", tag=0),
+        Field("assignment_epochs", ArrayOf(INT32), nullable_versions="0+", tag=0, default=()),
     ),
     flexible_versions="0+",
 )

@@ -134,7 +134,7 @@ KIP848_CASES = [
      + b"\x02" + _cs("r1") + b"\x00" + b"\x00" + b"\x00",
      m.ConsumerGroupPartitionMetadataValue(
          (m.TopicMetadata("AQIDBAUGBwgJCgsMDQ4PEA", "t", 2, (m.PartitionMetadata(0, ("r1",)),)),))),
-    (6, h("0001") + b"g", h("0000" "00000005" "00"), m.ConsumerGroupTargetAssignmentMetadataValue(5, -1)),
+    (6, h("0001") + b"g", h("0000" "00000005" "00"), m.ConsumerGroupTargetAssignmentMetadataValue(5, 0)),
     (7, h("0001") + b"g" + h("0002") + b"m1",
      h("0000") + b"\x02" + UUID_A + b"\x03" + (0).to_bytes(4, "big") + (2).to_bytes(4, "big") + b"\x00" + b"\x00",
      m.ConsumerGroupTargetAssignmentMemberValue((m.TopicIdPartitions("AQIDBAUGBwgJCgsMDQ4PEA", (0, 2)),))),
@@ -142,7 +142,7 @@ KIP848_CASES = [
      h("0000" "00000007" "00000006" "01") + b"\x02" + UUID_A + b"\x02" + (1).to_bytes(4, "big") + b"\x00"
      + b"\x01" + b"\x00",
      m.ConsumerGroupCurrentMemberAssignmentValue(
-         7, 6, 1, (m.AssignedTopicPartitions("AQIDBAUGBwgJCgsMDQ4PEA", (1,), None),), ())),
+         7, 6, 1, (m.AssignedTopicPartitions("AQIDBAUGBwgJCgsMDQ4PEA", (1,), ()),), ())),
     (16, h("0001") + b"g" + h("0004") + b"foo.",
      h("0000") + b"\x02" + _cs("foo.a") + (3).to_bytes(8, "big") + v.T.to_bytes(8, "big") + b"\x00",
      m.ConsumerGroupRegularExpressionValue(("foo.a",), 3, v.T)),
