@@ -7,6 +7,8 @@ Public API (a contract; see the project's ARCHITECTURE.md):
     decode_subscription(bytes) -> Subscription   decode_assignment(bytes) -> Assignment
     partition_for(group_id, num_partitions=50)   read_segment(path_or_bytes) -> iterator of entries
     decode_batch(keys, values) -> pyarrow.Table  (imported lazily: pyarrow is needed only there)
+    parse_log_line(line) -> CoordinatorEvent | None, read_log_lines(...)
+    assign(assignor_name, partitions_per_topic, subscriptions, **context) -> {member_id: [(topic, partition)]}
     DecodeError
 """
 
@@ -30,6 +32,13 @@ from coordinator_core.consumer_protocol import (
     encode_sticky_user_data,
     encode_subscription,
 )
+from coordinator_core.assignors import (
+    NEWEST_KAFKA_VERSION,
+    AssignorError,
+    MemberSubscription,
+    UnsupportedKafkaVersion,
+    assign,
+)
 from coordinator_core.errors import DecodeError
 from coordinator_core.javaisms import java_string_hash, partition_for
 from coordinator_core.messages import (
@@ -39,10 +48,29 @@ from coordinator_core.messages import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
+from coordinator_core.logs import (
+    CoordinatorEvent,
+    LogReadStats,
+    classify_log_entry,
+    iter_log_entries,
+    parse_log_line,
+    read_log_lines,
+)
 from coordinator_core.records import RECORD_TYPES, Record, decode_record, encode_record, record_type_name
 
 __all__ = [
+    "NEWEST_KAFKA_VERSION",
     "RECORD_TYPES",
+    "AssignorError",
+    "CoordinatorEvent",
+    "LogReadStats",
+    "MemberSubscription",
+    "UnsupportedKafkaVersion",
+    "assign",
+    "classify_log_entry",
+    "iter_log_entries",
+    "parse_log_line",
+    "read_log_lines",
     "Assignment",
     "DecodeError",
     "GroupMetadataKey",

@@ -8,17 +8,14 @@ that `scripts/bootstrap --kafka` fetched into .cache/jars/<jar set>/ (see script
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from coordinator_core.assignors import MemberSubscription
+from tests.oracle.jvm import ROOT, compile_sources, jar_dir
 
-ROOT = Path(__file__).resolve().parents[2]
 SOURCE_DIR = ROOT / "jvm" / "assignor-oracle" / "src" / "main" / "java"
 
 # jar set name -> the Kafka version it pins (the newest first)
@@ -31,34 +28,12 @@ JAR_SETS: dict[str, str] = {
 }
 
 
-def jar_dir(jar_set: str) -> Path:
-    return ROOT / ".cache" / "jars" / jar_set
-
-
 def jars_available(jar_set: str) -> bool:
     return any(jar_dir(jar_set).glob("kafka-clients-*.jar"))
 
 
-def compile_harness(jar_set: str) -> Path:
-    sources = sorted(SOURCE_DIR.rglob("*.java"))
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
-    out = ROOT / ".cache" / "assignor-oracle-classes" / f"{digest}-{jar_set}"
-    if (out / ".compiled").is_file():
-        return out
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    subprocess.run(
-        ["javac", "-nowarn", "-d", str(out), "-cp", f"{jar_dir(jar_set)}/*", *map(str, sources)],
-        check=True,
-        capture_output=True,
-    )
-    (out / ".compiled").touch()
-    return out
-
-
 def classpath(jar_set: str) -> str:
-    return f"{compile_harness(jar_set)}:{jar_dir(jar_set)}/*"
+    return f"{compile_sources(SOURCE_DIR, jar_set)}:{jar_dir(jar_set)}/*"
 
 
 def case_json(
