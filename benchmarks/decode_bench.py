@@ -6,8 +6,8 @@ commits, and read_segment's throughput and peak memory on a large segment file.
 Inputs are built with coordinator_core's own encoders plus kafka-python's batch builder (for the
 segment): a fleet of groups with service-like names committing offsets for 1-64 partitions of a few
 topics, values in the mix a 3.x/4.x cluster writes (v3 mostly, some v1 with an expire timestamp, v4 with
-and without a topic id), a few group-metadata records and tombstones. Figures are single-threaded and use process CPU time (time.process_time), so a busy machine
-slows the run but not the figure much.
+and without a topic id), and a few tombstones. Figures are single-threaded and use process CPU time
+(time.process_time), so a busy machine slows the run but changes the figures less.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def realistic_records(n: int, seed: int = 7) -> tuple[list[bytes], list[bytes | 
     keys: list[bytes] = []
     values: list[bytes | None] = []
     ts = 1_760_000_000_000
-    for i in range(n):
+    for _ in range(n):
         g = groups[rnd.randrange(len(groups))]
         t = topics[hash(g) % len(topics)]
         p = rnd.randrange(64)
@@ -61,7 +61,7 @@ def realistic_records(n: int, seed: int = 7) -> tuple[list[bytes], list[bytes | 
 def bench_decode_record(keys: list[bytes], values: list[bytes | None]) -> float:
     decode = cc.decode_record
     start = time.process_time()
-    for k, v in zip(keys, values):
+    for k, v in zip(keys, values, strict=False):
         decode(k, v)
     return len(keys) / (time.process_time() - start)
 
@@ -121,8 +121,10 @@ def bench_read_segment(keys: list[bytes], values: list[bytes | None], megabytes:
             elapsed = time.process_time() - start
             rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             assert count == n and not reader.problems, (count, n, reader.problems)
+            mb_per_s = os.path.getsize(path) / elapsed / 1e6
+            growth_mib = (rss_after - rss_before) / 1024
             print(f"read_segment   : {size_mb:>5} MiB file, {count:,} records, {count / elapsed:,.0f} records/s, "
-                  f"{os.path.getsize(path) / elapsed / 1e6:,.0f} MB/s, peak RSS growth {(rss_after - rss_before) / 1024:,.1f} MiB")
+                  f"{mb_per_s:,.0f} MB/s, peak RSS growth {growth_mib:,.1f} MiB")
             os.remove(path)
 
 

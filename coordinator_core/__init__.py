@@ -16,6 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator_core.assignors import (
+    NEWEST_KAFKA_VERSION,
+    AssignorError,
+    MemberSubscription,
+    UnsupportedKafkaVersion,
+    assign,
+)
 from coordinator_core.consumer_protocol import (
     Assignment,
     MemberProtocol,
@@ -32,22 +39,8 @@ from coordinator_core.consumer_protocol import (
     encode_sticky_user_data,
     encode_subscription,
 )
-from coordinator_core.assignors import (
-    NEWEST_KAFKA_VERSION,
-    AssignorError,
-    MemberSubscription,
-    UnsupportedKafkaVersion,
-    assign,
-)
 from coordinator_core.errors import DecodeError
 from coordinator_core.javaisms import java_string_hash, partition_for
-from coordinator_core.messages import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    MemberMetadata,
-    OffsetCommitKey,
-    OffsetCommitValue,
-)
 from coordinator_core.logs import (
     CoordinatorEvent,
     LogReadStats,
@@ -55,6 +48,13 @@ from coordinator_core.logs import (
     iter_log_entries,
     parse_log_line,
     read_log_lines,
+)
+from coordinator_core.messages import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
 )
 from coordinator_core.records import RECORD_TYPES, Record, decode_record, encode_record, record_type_name
 

@@ -28,5 +28,5 @@ def fast_init(cls: type[T]) -> type[T]:
     init = ns["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
     init.__doc__ = cls.__init__.__doc__
-    cls.__init__ = init  # type: ignore[misc]
+    setattr(cls, "__init__", init)  # noqa: B010 - assigning a method on purpose
     return cls

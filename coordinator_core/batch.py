@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from coordinator_core import messages as m
 from coordinator_core.consumer_protocol import decode_member_protocol
@@ -125,7 +125,8 @@ _BE_DTYPES = {1: np.dtype(">u1"), 2: np.dtype(">i2"), 4: np.dtype(">i4"), 8: np.
 def _u8(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
     if len(data) == 0:
         return np.zeros(len(pos), np.int64)
-    return data[np.minimum(np.maximum(pos, 0), len(data) - 1)].astype(np.int64)
+    out: np.ndarray = data[np.minimum(np.maximum(pos, 0), len(data) - 1)].astype(np.int64)
+    return out
 
 
 def _be(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
@@ -135,7 +136,8 @@ def _be(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
         return np.zeros(n, np.int64)
     start = np.minimum(np.maximum(pos, 0), len(data) - width)
     idx = start[:, None] + np.arange(width)[None, :]
-    return data[idx].view(_BE_DTYPES[width]).reshape(n).astype(np.int64)
+    out: np.ndarray = data[idx].view(_BE_DTYPES[width]).reshape(n).astype(np.int64)
+    return out
 
 
 def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

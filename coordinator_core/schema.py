@@ -230,7 +230,10 @@ class _DecoderBuilder:
         i = 0
         while i < len(present):
             run = []
-            while i < len(present) and isinstance(present[i].type, Primitive) and present[i].type.fmt:
+            while i < len(present):
+                t = present[i].type
+                if not (isinstance(t, Primitive) and t.fmt):
+                    break
                 run.append(present[i])
                 i += 1
             if run:
@@ -433,7 +436,8 @@ class _EncoderBuilder:
             self.emit(ind, f"{items} = {expr}")
             if nullable:
                 self.emit(ind, f"if {items} is None:")
-                self.emit(ind + 1, "out.append(b'\\x00' if %s else struct.pack('>i', -1))" % flex)
+                null_marker = "b'\\x00'" if flex else "struct.pack('>i', -1)"
+                self.emit(ind + 1, f"out.append({null_marker})")
                 self.emit(ind, "else:")
                 ind += 1
             if flex:

@@ -129,7 +129,9 @@ def _crc32c() -> object:
 
 
 def _decompress(codec: int, data: bytes, magic: int) -> bytes:
-    from kafka import codec as kc  # kafka-python's codec helpers, imported on first compressed batch
+    from kafka import (
+        codec as kc,  # type: ignore[import-untyped]  # kafka-python's codec helpers, imported on first compressed batch
+    )
 
     if codec == 1:
         return bytes(kc.gzip_decode(data))
@@ -282,7 +284,7 @@ class SegmentReader:
         (stored,) = struct.unpack_from(">I", batch, 17 if magic == 2 else LOG_OVERHEAD)
         if magic == 2:
             return bool(_crc32c()(batch[21:]) == stored)  # type: ignore[operator]
-        return (zlib.crc32(batch[16:]) & 0xFFFFFFFF) == stored
+        return bool((zlib.crc32(batch[16:]) & 0xFFFFFFFF) == stored)
 
     # -- RecordBatch v2 -------------------------------------------------------------------------
 

@@ -43,7 +43,8 @@ def test_value_version_above_highest_is_read_with_newest_layout() -> None:
 
 def test_group_metadata_v3_with_consumer_member() -> None:
     rec = cc.decode_record(h(v.GROUP_KEY), h(v.GROUP_VALUE_V3))
-    assert (rec.record_type, rec.kind, rec.key, rec.value_version) == (2, "group_metadata", m.GroupMetadataKey("my-group"), 3)
+    assert (rec.record_type, rec.kind, rec.key, rec.value_version) == (
+        2, "group_metadata", m.GroupMetadataKey("my-group"), 3)
     g = rec.value
     assert (g.protocol_type, g.generation, g.protocol, g.leader, g.current_state_timestamp) == (
         "consumer", 1, "range", "c-1", v.T)
@@ -102,7 +103,8 @@ def test_group_metadata_v4_flexible() -> None:
         + (-1).to_bytes(8, "big", signed=True) + bytes([2]) + member + b"\x00"
     rec = cc.decode_record(h(v.GROUP_KEY), raw)
     assert rec.value == m.GroupMetadataValue(
-        "consumer", 10, "range", "m-1", -1, (m.MemberMetadata("m-1", None, "client", "host", 1000, 100, b"sub", b"asg"),))
+        "consumer", 10, "range", "m-1", -1,
+        (m.MemberMetadata("m-1", None, "client", "host", 1000, 100, b"sub", b"asg"),))
     assert cc.encode_record(rec)[1] == raw
 
 
