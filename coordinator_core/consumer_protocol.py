@@ -150,23 +150,20 @@ def encode_assignment(a: Assignment) -> bytes:
 
 
 def decode_sticky_user_data(data: bytes) -> StickyUserData:
-    """StickyAssignor user data, read as Kafka does: V1 first, then V0; raises if neither fits.
-
-    (Kafka's assignor then falls back to an empty previous assignment with generation -1; callers that
-    replay it should do the same on DecodeError.)
+    """StickyAssignor user data, read as Kafka's `StickyAssignor.memberData` does: the V1 layout first,
+    then V0; like Java's `Schema.read`, bytes after a complete struct are ignored. Raises DecodeError if
+    neither layout fits (Kafka then uses an empty previous assignment with generation -1).
     """
     name = STICKY_ASSIGNOR_USER_DATA.name
     last: DecodeError | None = None
     for version in (1, 0):
         try:
-            w, pos = schema.decoder(STICKY_ASSIGNOR_USER_DATA, version)(data, 0, len(data), name)
+            w, _pos = schema.decoder(STICKY_ASSIGNOR_USER_DATA, version)(data, 0, len(data), name)
         except DecodeError as e:
             last = e
             continue
-        if pos == len(data):
-            assert isinstance(w, StickyAssignorUserDataWire)
-            return StickyUserData(_flatten(w.previous_assignment), w.generation, version)
-        last = DecodeError(f"{len(data) - pos} trailing byte(s) after sticky user data V{version}", name, pos)
+        assert isinstance(w, StickyAssignorUserDataWire)
+        return StickyUserData(_flatten(w.previous_assignment), w.generation, version)
     assert last is not None
     raise last
 

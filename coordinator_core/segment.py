@@ -129,9 +129,8 @@ def _crc32c() -> object:
 
 
 def _decompress(codec: int, data: bytes, magic: int) -> bytes:
-    from kafka import (
-        codec as kc,  # type: ignore[import-untyped]  # kafka-python's codec helpers, imported on first compressed batch
-    )
+    # kafka-python's codec helpers, imported on the first compressed batch only.
+    import kafka.codec as kc  # type: ignore[import-untyped]
 
     if codec == 1:
         return bytes(kc.gzip_decode(data))

@@ -16,6 +16,8 @@ import struct
 from collections.abc import Sequence
 
 from coordinator_core.assignors._model import TopicPartition
+from coordinator_core.consumer_protocol import decode_sticky_user_data as _decode_layout
+from coordinator_core.errors import DecodeError
 
 DEFAULT_GENERATION = -1
 
@@ -23,55 +25,22 @@ _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 
 
-class _Underflow(Exception):
-    pass
-
-
-def _read(fmt: struct.Struct, data: bytes, pos: int) -> tuple[int, int]:
-    end = pos + fmt.size
-    if end > len(data):
-        raise _Underflow
-    return int(fmt.unpack_from(data, pos)[0]), end
-
-
-def _read_previous_assignment(data: bytes, pos: int) -> tuple[list[TopicPartition], int]:
-    count, pos = _read(_INT32, data, pos)
-    if count < 0 or count > len(data) - pos:
-        raise _Underflow
-    partitions: list[TopicPartition] = []
-    for _ in range(count):
-        length, pos = _read(_INT16, data, pos)
-        if length < 0 or pos + length > len(data):
-            raise _Underflow
-        topic = data[pos : pos + length].decode("utf-8", "replace")
-        pos += length
-        n, pos = _read(_INT32, data, pos)
-        if n < 0 or n > len(data) - pos:
-            raise _Underflow
-        for _ in range(n):
-            p, pos = _read(_INT32, data, pos)
-            partitions.append((topic, p))
-    return partitions, pos
-
-
 def decode_sticky_user_data(user_data: bytes | None) -> tuple[list[TopicPartition], int | None]:
     """`StickyAssignor.memberData`: (previous assignment, generation or None).
 
     Null or empty user data means no previous assignment and no generation; bytes that parse as
-    neither V1 nor V0 mean no previous assignment and generation -1 (Kafka's own fallback).
-    Trailing bytes after a complete V1 struct are ignored, as Java's `Schema.read` ignores them.
+    neither V1 nor V0 mean no previous assignment and generation -1 (Kafka's own fallback). The layout
+    itself is read by :func:`coordinator_core.consumer_protocol.decode_sticky_user_data` (declared once in
+    messages.py), which follows Java's `Schema.read`: V1 first, then V0, trailing bytes ignored.
     """
     if not user_data:
         return [], None
     try:
-        partitions, pos = _read_previous_assignment(user_data, 0)
-    except _Underflow:
+        decoded = _decode_layout(user_data)
+    except DecodeError:
         return [], DEFAULT_GENERATION
-    try:
-        generation, _ = _read(_INT32, user_data, pos)
-    except _Underflow:
-        return partitions, None  # V0: previous assignment only
-    return partitions, generation
+    partitions = [(tp.topic, tp.partition) for tp in decoded.previous_assignment]
+    return partitions, decoded.generation if decoded.user_data_version == 1 else None
 
 
 def encode_sticky_user_data(partitions: Sequence[TopicPartition], generation: int | None) -> bytes:
