@@ -1,0 +1,103 @@
+"""Logs: broker and client log entries as read (bronze), and the coordinator events parsed from them.
+
+A log file is known by its *content identity* (`file_id`), not by its path: log4j renames `server.log`
+to `server.log.1` (or `server.log.2024-05-01-10`) and logrotate may compress it to `.gz`, and every one
+of those names still holds the same lines. `file_id` is derived from the cluster, the configured source
+name and the file's first line, so a rotated or compressed copy is recognised as the file already read
+and only lines past the last one archived are added.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+from schemas._spec import TableSpec, column
+
+_POSITION = [
+    column("cluster", T.StringType(), "Kafka cluster name from the configuration.", False),
+    column(
+        "file_id",
+        T.StringType(),
+        "Content identity of the log file: hash of cluster, source name and first line; stable across "
+        "rotation renames and gzip compression.",
+        False,
+    ),
+    column("line_number", T.LongType(), "1-based number of the entry's first physical line in the file.", False),
+]
+
+_SOURCE = [
+    column("log_source", T.StringType(), "Configured name of the log source (a broker or client).", False),
+    column("path", T.StringType(), "Path the entry was read from (the file's name at that time).", False),
+]
+
+RAW_LOG_LINES = TableSpec(
+    name="raw_log_lines",
+    comment=(
+        "One row per log entry of a broker or client log file: physical lines joined with a newline when "
+        "an entry spans several (stack traces, multi-line messages), container prefixes removed. "
+        "Append-only, incremental by file identity and line position."
+    ),
+    grain=("cluster", "file_id", "line_number"),
+    partition_columns=("cluster",),
+    properties={"delta.appendOnly": "true"},
+    schema=T.StructType(
+        [
+            *_POSITION,
+            column("line_count", T.IntegerType(), "Physical lines the entry spans.", False),
+            column("text", T.StringType(), "The entry's text, lines joined with \\n.", False),
+            *_SOURCE,
+            column("broker_id", T.IntegerType(), "Configured broker id of the source; null for clients."),
+            column("source_zone", T.StringType(), "Zone of zone-less timestamps in this source (IANA).", False),
+            column("ingest_run_id", T.StringType(), "Run that archived the entry.", False),
+            column("ingested_at", T.TimestampType(), "When that run started (UTC).", False),
+        ]
+    ),
+)
+
+COORDINATOR_EVENTS = TableSpec(
+    name="coordinator_events",
+    comment=(
+        "One row per log entry that is a coordinator event (coordinator_core's catalogue, section 10 of "
+        "coordinator-log-formats.md): what happened to which group and member, when, and why."
+    ),
+    grain=("cluster", "file_id", "line_number"),
+    partition_columns=("cluster",),
+    schema=T.StructType(
+        [
+            *_POSITION,
+            *_SOURCE,
+            column("event_type", T.StringType(), "Event type name (coordinator_core.ALL_EVENT_TYPES).", False),
+            column("line_kind", T.StringType(), "Catalogue row that matched; pins the Kafka version range.", False),
+            column("timestamp", T.TimestampType(), "When the log call ran (UTC)."),
+            column("level", T.StringType(), "Log level (INFO, WARN, ...)."),
+            column("logger", T.StringType(), "Logger name as printed."),
+            column("thread", T.StringType(), "Thread name, where the layout prints it."),
+            column("broker_id", T.IntegerType(), "Broker that wrote the line (or the coordinator a client names)."),
+            column("offsets_partition", T.IntegerType(), "__consumer_offsets partition the line names."),
+            column("coordinator_epoch", T.IntegerType(), "Leader epoch of that partition (load/unload lines)."),
+            column("group_id", T.StringType(), "Consumer group id (a list of groups on GROUPS_DELETED)."),
+            column("generation", T.IntegerType(), "Classic generation id, or the KIP-848 group/member epoch."),
+            column("member_id", T.StringType(), "Member id."),
+            column("group_instance_id", T.StringType(), "Static member's group.instance.id."),
+            column("related_member_id", T.StringType(), "The other member a line names (replaced, new leader)."),
+            column("member_ids", T.StringType(), "A set of member ids as printed (opaque)."),
+            column("client_id", T.StringType(), "Client id."),
+            column("host", T.StringType(), "Client host or coordinator host, without the leading '/'."),
+            column("reason", T.StringType(), "Reason text, including any client-supplied part."),
+            column("client_reason", T.StringType(), "KIP-800 client-supplied reason."),
+            column("cause_class", T.StringType(), "Why it happened (coordinator_core.CAUSE_CLASSES)."),
+            column("error", T.StringType(), "Error code or exception class the entry names."),
+            column("protocol", T.StringType(), "Selected protocol (assignor) name."),
+            column("protocol_type", T.StringType(), "Classic protocol type implied by a client's log prefix."),
+            column("group_protocol", T.StringType(), "classic / consumer (KIP-848) / share / streams."),
+            column("state", T.StringType(), "Group or member state the line names."),
+            column("previous_state", T.StringType(), "State before a transition."),
+            column("member_count", T.IntegerType(), "Member count the line gives."),
+            column("offsets_removed", T.LongType(), "Offsets removed (expiration lines)."),
+            column("duration_ms", T.LongType(), "Duration the line gives, in milliseconds."),
+            column("partitions", T.StringType(), "Topic partitions as printed, brackets removed (opaque)."),
+            column("message", T.StringType(), "The message text (envelope removed).", False),
+            column("ingest_run_id", T.StringType(), "Run that parsed the entry.", False),
+        ]
+    ),
+)
