@@ -336,10 +336,10 @@ def run_decode(
         # commits still open from earlier runs re-resolved now that new markers may have arrived.
         new_commits = offset_commit_rows(decoded)
         has_controls = any(r[4] == "control" for r in coverage_rows)
-        markers = transaction_markers(tables.read(RAW_OFFSETS))
+        markers = transaction_markers(tables.read(RAW_OFFSETS, version=up_to))
         tables.append(OFFSET_COMMITS, resolve_transactions(new_commits, markers_for(new_commits, markers)))
         if has_controls:
-            still_open = tables.read(OFFSET_COMMITS).where(F.col("transaction_outcome") == TXN_OPEN)
+            still_open = tables.read(OFFSET_COMMITS, version=tables.version(OFFSET_COMMITS)).where(F.col("transaction_outcome") == TXN_OPEN)
             now_resolved = resolve_transactions(still_open, markers_for(still_open, markers)).where(
                 F.col("transaction_outcome") != TXN_OPEN
             )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,26 +42,29 @@ POSITION = ["cluster", "partition"]
 def list_segment_files(spark: SparkSession, sources: Sequence[SegmentSource]) -> DataFrame:
     """(cluster, partition, path) of every `__consumer_offsets-N/*.log` under the configured roots.
 
-    Spark lists the files (so object-store roots work); the file contents are not read here.
+    Listed through Hadoop's FileSystem API (so object-store roots work). Spark's file sources cannot be
+    used for this: they skip every path component starting with "_" as hidden, and Kafka's partition
+    directories are called `__consumer_offsets-N`. Listing is metadata only (one row per segment file);
+    the contents are read by the executors.
     """
-    files = None
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    pattern = re.compile(SEGMENT_PATH_PATTERN)
+    rows: list[tuple[str, int, str]] = []
     for source in sources:
-        listed = (
-            spark.read.format("binaryFile")
-            .option("recursiveFileLookup", "true")
-            .option("pathGlobFilter", "*.log")
-            .load(source.path)
-            .select("path")
-            .where(F.col("path").rlike(SEGMENT_PATH_PATTERN))
-            .select(
-                F.lit(source.cluster).alias("cluster"),
-                F.regexp_extract("path", SEGMENT_PATH_PATTERN, 1).cast("int").alias("partition"),
-                F.regexp_replace("path", "^file:", "").alias("path"),
-            )
-        )
-        files = listed if files is None else files.unionByName(listed)
-    assert files is not None, "no segment sources configured"
-    return files
+        root = jvm.org.apache.hadoop.fs.Path(source.path)
+        fs = root.getFileSystem(hadoop_conf)
+        if not fs.exists(root):
+            raise FileNotFoundError(f"segment source {source.path} (cluster {source.cluster}) does not exist")
+        files = fs.listFiles(root, True)
+        while files.hasNext():
+            path = files.next().getPath()
+            # coordinator_core reads local (or mounted) files: a file: URI becomes a plain path.
+            uri = path.toUri().getPath() if fs.getScheme() == "file" else path.toString()
+            match = pattern.search(uri)
+            if match:
+                rows.append((source.cluster, int(match.group(1)), uri))
+    return spark.createDataFrame(sorted(rows), "cluster string, partition int, path string")
 
 
 def kafka_options(source: KafkaSource, environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -246,7 +250,9 @@ class IngestResult:
 def _archive(
     tables: Tables, records: DataFrame, first_available: DataFrame, run_id: str, started_at: dt.datetime
 ) -> IngestResult:
-    raw = tables.read(RAW_OFFSETS)
+    # Pinned snapshot: the records to archive are computed against the archive as it was before this
+    # append, whenever Spark evaluates them.
+    raw = tables.read(RAW_OFFSETS, version=tables.version(RAW_OFFSETS))
     watermarks = archive_watermarks(raw).persist()
     result = IngestResult(source_mode="")
     gaps = history_gap_rows(first_available, watermarks, run_id)
@@ -294,7 +300,7 @@ def run_ingest_kafka(
     tables: Tables, sources: Sequence[KafkaSource], run_id: str, started_at: dt.datetime
 ) -> IngestResult:
     spark = tables.spark
-    raw = tables.read(RAW_OFFSETS)
+    raw = tables.read(RAW_OFFSETS, version=tables.version(RAW_OFFSETS))
     total = IngestResult(source_mode="kafka")
     for source in sources:
         options = kafka_options(source)

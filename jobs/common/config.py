@@ -156,6 +156,10 @@ def _build(cls: Any, data: dict[str, Any], where: str, root: Path) -> Any:
         )
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
+        if f.name not in data and dataclasses.is_dataclass(hints[f.name]):
+            # A whole table left out: its defaults still go through validation and path resolution.
+            kwargs[f.name] = _build(hints[f.name], {}, f"{where}.{f.name}" if where else f.name, root)
+            continue
         if f.name not in data:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ConfigError(f"missing configuration key {where + '.' if where else ''}{f.name}")

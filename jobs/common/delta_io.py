@@ -32,19 +32,24 @@ class Tables:
 
     def ensure(self, spec: TableSpec) -> None:
         """Create the table from its spec if absent (and register an existing Delta directory)."""
-        (
+        builder = (
             DeltaTable.createIfNotExists(self.spark)
             .tableName(f"{self.database}.{spec.name}")
             .location(self.path(spec))
             .addColumns(spec.schema)
             .partitionedBy(*spec.partition_columns)
             .comment(spec.comment)
-            .properties(spec.properties)
-            .execute()
         )
+        for key, value in spec.properties.items():
+            builder = builder.property(key, value)
+        builder.execute()
 
-    def read(self, spec: TableSpec) -> DataFrame:
-        return self.spark.read.format("delta").load(self.path(spec))
+    def read(self, spec: TableSpec, version: int | None = None) -> DataFrame:
+        """The table (at `version` when given: a pinned snapshot that later writes do not change)."""
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        return reader.load(self.path(spec))
 
     def delta(self, spec: TableSpec) -> DeltaTable:
         return DeltaTable.forPath(self.spark, self.path(spec))

@@ -1,0 +1,70 @@
+"""Configuration is typed and strict: unknown keys and wrong types are errors that name the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs.common.config import PROJECT_ROOT, ConfigError, load_config, parse_config
+from jobs.ingest import kafka_options
+from jobs.common.config import KafkaSource
+
+
+def test_local_default_loads_and_resolves_paths_against_the_project_root() -> None:
+    config = load_config(PROJECT_ROOT / "conf" / "local.toml")
+    assert config.sources.mode == "segments"
+    assert config.sources.segments[0].path.startswith(str(PROJECT_ROOT))
+    assert config.tables.location == str(PROJECT_ROOT / "warehouse" / "tables")
+    assert config.spark.catalog == "hive"
+
+
+def test_cluster_example_loads() -> None:
+    config = load_config(PROJECT_ROOT / "conf" / "cluster.example.toml")
+    assert config.sources.mode == "kafka"
+    assert config.sources.kafka[0].cluster == "prod-eu-1"
+    assert config.tables.location == "s3a://data-lake/consumer-group-history"  # URIs are left alone
+    assert config.spark.jars_dir == ""
+
+
+def test_unknown_key_is_an_error_naming_it() -> None:
+    with pytest.raises(ConfigError, match=r"unknown configuration key tables\.locaton"):
+        parse_config({"sources": {"mode": "none"}, "tables": {"locaton": "x"}})
+
+
+def test_unknown_nested_key_in_an_array_of_tables_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"sources\.segments\[0\]\.clutser"):
+        parse_config({"sources": {"mode": "segments", "segments": [{"clutser": "a", "path": "p"}]}})
+
+
+def test_wrong_type_is_an_error_naming_key_and_type() -> None:
+    with pytest.raises(ConfigError, match=r"spark\.shuffle_partitions: expected an integer, found '8'"):
+        parse_config({"sources": {"mode": "none"}, "spark": {"shuffle_partitions": "8"}})
+    with pytest.raises(ConfigError, match=r"sources\.mode: expected one of"):
+        parse_config({"sources": {"mode": "files"}})
+
+
+def test_a_source_mode_needs_its_sources() -> None:
+    with pytest.raises(ConfigError, match="needs at least one"):
+        parse_config({"sources": {"mode": "kafka"}})
+
+
+def test_relative_paths_resolve_against_the_given_root(tmp_path: Path) -> None:
+    config = parse_config(
+        {"sources": {"mode": "segments", "segments": [{"cluster": "c", "path": "in"}]}}, root=tmp_path
+    )
+    assert config.sources.segments[0].path == str(tmp_path / "in")
+    assert config.spark.metastore_dir == str(tmp_path / "warehouse" / "metastore_db")
+
+
+def test_kafka_security_options_come_from_the_environment() -> None:
+    source = KafkaSource(cluster="c", bootstrap_servers="b:9093")
+    options = kafka_options(
+        source,
+        {"CGH_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "CGH_KAFKA_SASL_MECHANISM": "PLAIN", "HOME": "/root"},
+    )
+    assert options == {
+        "kafka.bootstrap.servers": "b:9093",
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "PLAIN",
+    }
