@@ -1,0 +1,140 @@
+"""Benchmark: log lines/s of the logs stage (read -> raw_log_lines -> coordinator_events) on local[2].
+
+    python -m benchmarks.logs_bench [--lines 4000000] [--files 4] [--coordinator-share 0.05]
+
+Generates broker and client logs mixing coordinator lines of several Kafka versions (old Scala
+coordinator 2.x/3.x, new Java coordinator 4.x, classic and KIP-848 clients) with unrelated lines and
+stack traces, then times one `run_logs` into fresh Delta tables. Lines/s counts physical lines read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from jobs.common.config import Config, SparkConfig, TablesConfig, parse_config
+from jobs.common.delta_io import Tables
+from jobs.common.session import build_session
+from jobs.logs import LogSource, run_logs
+
+GC = "(kafka.coordinator.group.GroupCoordinator)"
+NGMM = "(org.apache.kafka.coordinator.group.GroupMetadataManager)"
+CC = "(org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)"
+CMM = "(org.apache.kafka.clients.consumer.internals.ConsumerMembershipManager)"
+
+COORDINATOR_TEMPLATES = [
+    "INFO [GroupCoordinator 1]: Preparing to rebalance group g{g} in state PreparingRebalance with old generation"
+    " {n} (__consumer_offsets-{p}) (reason: Adding new member consumer-{m} with group instance id None) " + GC,
+    "INFO [GroupCoordinator 1]: Stabilized group g{g} generation {n} (__consumer_offsets-{p}) with 3 members " + GC,
+    "INFO [GroupCoordinator 1]: Member consumer-{m} in group g{g} has failed, removing it from the group " + GC,
+    "INFO [GroupCoordinator 1]: Preparing to rebalance group g{g} with old generation {n} (__consumer_offsets-{p})"
+    " " + GC,
+    "INFO [GroupCoordinator id=1 topic=__consumer_offsets partition={p}] Stabilized group g{g} generation {n}"
+    " with 2 members. " + NGMM,
+    "INFO [GroupCoordinator id=1 topic=__consumer_offsets partition={p}] Preparing to rebalance group g{g} in state"
+    " PreparingRebalance with old generation {n} (reason: explicit `LeaveGroup` request for (consumer-{m})"
+    " members.). " + NGMM,
+    "INFO [Consumer clientId=consumer-g{g}-1, groupId=g{g}] Request joining group due to: group is already"
+    " rebalancing " + CC,
+    "INFO [Consumer clientId=consumer-g{g}-1, groupId=g{g}] Member m{m} with epoch {n} transitioned from"
+    " RECONCILING to ACKNOWLEDGING. " + CMM,
+    "INFO [GroupCoordinator 1]: Frobnicated group g{g} " + GC,  # a coordinator line no catalogue row knows
+]
+UNRELATED_TEMPLATES = [
+    "INFO [ReplicaFetcher replicaId=1, leaderId={g}, fetcherId=0] Truncating partition orders-{p} with"
+    " TruncationState(offset={n}, completed=true) due to leader epoch and offset EpochEndOffset"
+    " (kafka.server.ReplicaFetcherThread)",
+    "INFO [LocalLog partition=orders-{p}, dir=/var/lib/kafka/data] Rolled new log segment at offset {n} in 3 ms."
+    " (kafka.log.LocalLog)",
+    "INFO [Consumer clientId=consumer-g{g}-1, groupId=g{g}] Setting offset for partition orders-{p} to the"
+    " committed offset FetchPosition{{offset={n}, offsetEpoch=Optional.empty}} (org.apache.kafka.clients"
+    ".consumer.internals.ConsumerUtils)",
+    "INFO [Controller id=1] Processed request for node {g} in {n} ms (kafka.controller.KafkaController)",
+    "WARN [SocketServer listenerType=BROKER, nodeId=1] Unexpected error from /10.0.{g}.{p} (channelId=x);"
+    " closing connection (org.apache.kafka.common.network.Selector)",
+]
+
+
+def generate(path: Path, lines: int, coordinator_share: float, seed: int) -> int:
+    rng = random.Random(seed)
+    start = dt.datetime(2024, 6, 1)
+    written = 0
+    with open(path, "w", encoding="utf-8") as handle:
+        buffer: list[str] = []
+        while written < lines:
+            ts = start + dt.timedelta(milliseconds=written * 7)
+            stamp = f"[{ts:%Y-%m-%d %H:%M:%S},{ts.microsecond // 1000:03d}] "
+            values = {"g": rng.randrange(200), "n": rng.randrange(1, 5000), "p": rng.randrange(50),
+                      "m": rng.randrange(10**6)}
+            if rng.random() < coordinator_share:
+                buffer.append(stamp + rng.choice(COORDINATOR_TEMPLATES).format(**values))
+                written += 1
+            elif rng.random() < 0.002:
+                buffer.append(stamp + "ERROR Error processing request (kafka.server.KafkaApis)")
+                buffer.append("java.io.IOException: Connection reset by peer")
+                buffer.extend(f"\tat sun.nio.ch.SocketDispatcher.read0(Native Method) #{i}" for i in range(8))
+                written += 10
+            else:
+                buffer.append(stamp + rng.choice(UNRELATED_TEMPLATES).format(**values))
+                written += 1
+            if len(buffer) >= 100_000:
+                handle.write("\n".join(buffer) + "\n")
+                buffer.clear()
+        if buffer:
+            handle.write("\n".join(buffer) + "\n")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=4_000_000, help="physical lines in all files together")
+    parser.add_argument("--files", type=int, default=4, help="log files (one broker each)")
+    parser.add_argument("--coordinator-share", type=float, default=0.05)
+    parser.add_argument("--keep", action="store_true", help="keep the generated files and tables")
+    args = parser.parse_args(argv)
+
+    root = Path(tempfile.mkdtemp(prefix="logs-bench-"))
+    total = 0
+    t0 = time.monotonic()
+    for i in range(args.files):
+        (root / f"broker-{i}").mkdir()
+        total += generate(root / f"broker-{i}" / "server.log.1", args.lines // args.files, args.coordinator_share, i)
+    size = sum(p.stat().st_size for p in root.rglob("server.log.1"))
+    print(f"generated {total:,} lines ({size / 1e6:.0f} MB) in {args.files} files in {time.monotonic() - t0:.1f}s")
+
+    config = Config(
+        tables=TablesConfig(database="logs_bench", location=str(root / "tables")),
+        spark=SparkConfig(
+            master="local[2]", app_name="logs-bench", catalog="in-memory", warehouse_dir=str(root / "wh"),
+            metastore_dir="", shuffle_partitions=2, show_progress=False,
+            jars_dir=parse_config({"sources": {"mode": "none"}}).spark.jars_dir,
+            extra={"spark.ui.enabled": "false", "spark.driver.memory": "2g"},
+        ),
+    )
+    spark = build_session(config)
+    try:
+        tables = Tables(spark, "logs_bench", str(root / "tables"))
+        tables.ensure_database()
+        sources = [LogSource("bench", f"broker-{i}", (str(root / f"broker-{i}" / "server.log*"),), "UTC", i)
+                   for i in range(args.files)]
+        t0 = time.monotonic()
+        result = run_logs(tables, sources, "bench-run", dt.datetime(2024, 6, 2))
+        seconds = time.monotonic() - t0
+        print(result.format().splitlines()[0])
+        print(f"logs stage: {result.lines_read:,} lines in {seconds:.1f}s = {result.lines_read / seconds:,.0f} lines/s"
+              f" (local[2], {result.events:,} events)")
+    finally:
+        spark.stop()
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
