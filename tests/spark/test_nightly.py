@@ -1,0 +1,226 @@
+"""The nightly job end to end on segment files written byte by byte (tests/spark/fixtures_data.py):
+the tables it publishes, idempotency, incremental runs, crash consistency and bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.common.config import Config, SegmentSource, SourcesConfig, TablesConfig
+from jobs.common.delta_io import Tables
+from jobs.nightly import STAGES, StoppedAfterStage, run_nightly
+from schemas import (
+    ALL_TABLES,
+    CONSUMER_GROUP_RECORDS,
+    DECODE_COVERAGE,
+    DECODE_ERRORS,
+    GROUP_MEMBERS,
+    GROUP_METADATA,
+    HISTORY_GAPS,
+    INGEST_RUNS,
+    OFFSET_COMMITS,
+    RAW_OFFSETS,
+    TableSpec,
+)
+from tests.spark.fixtures_data import T0, write_sample
+from tests.spark.records import offset_commit
+from tests.spark.segment_files import Batch, marker, write_segment
+
+pytestmark = pytest.mark.spark
+
+# Columns that name the run rather than the data: excluded when comparing two histories of runs.
+LINEAGE = {"ingest_run_id", "ingested_at", "run_id"}
+DATA_TABLES = (RAW_OFFSETS, OFFSET_COMMITS, GROUP_METADATA, GROUP_MEMBERS, CONSUMER_GROUP_RECORDS,
+               DECODE_ERRORS, DECODE_COVERAGE, HISTORY_GAPS)
+_counter = iter(range(10**6))
+
+
+def ts(ms: int) -> dt.datetime:
+    return dt.datetime(2023, 11, 14, 22, 13, 20) + dt.timedelta(milliseconds=ms)
+
+
+def segment_config(root: Path, source_dir: Path) -> Config:
+    n = next(_counter)
+    return Config(
+        sources=SourcesConfig(mode="segments", segments=(SegmentSource("test", str(source_dir)),)),
+        tables=TablesConfig(database=f"cgh_nightly_{n}", location=str(root / f"tables_{n}")),
+    )
+
+
+def tables_of(spark: SparkSession, config: Config) -> Tables:
+    return Tables(spark, config.tables.database, config.tables.location)
+
+
+def contents(tables: Tables, spec: TableSpec) -> DataFrame:
+    return tables.read(spec).select(*[c for c in spec.column_names if c not in LINEAGE])
+
+
+def assert_same_tables(a: Tables, b: Tables) -> None:
+    for spec in DATA_TABLES:
+        try:
+            assert_df_equality(contents(a, spec), contents(b, spec), ignore_row_order=True)
+        except AssertionError as e:
+            raise AssertionError(f"table {spec.name} differs") from e
+
+
+@pytest.fixture(scope="module")
+def sample_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_sample(tmp_path_factory.mktemp("segments"))
+
+
+@pytest.fixture(scope="module")
+def clean_run(spark: SparkSession, sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Config:
+    """One ordinary run over the sample directory: the reference other tests compare with."""
+    config = segment_config(tmp_path_factory.mktemp("clean"), sample_dir)
+    run_nightly(spark, config)
+    return config
+
+
+def test_offset_commits_with_transaction_outcomes(spark: SparkSession, clean_run: Config) -> None:
+    tables = tables_of(spark, clean_run)
+    actual = spark.table(f"{clean_run.tables.database}.offset_commits")  # registered in the catalog
+    v3, no_epoch = 5, None
+
+    def row(p, o, g, t, tp, off, epoch, version, pid, txn, outcome=None, marker_at=None, at=None):  # type: ignore[no-untyped-def]
+        at = o if at is None else at
+        return ("test", p, o, ts(at), g, t, tp, off, epoch, "", ts(at), None, None, 1, version, False, pid, txn,
+                outcome, marker_at)
+
+    expected = spark.createDataFrame(
+        [
+            row(3, 0, "orders", "t-a", 0, 10, v3, 3, -1, False),
+            row(3, 2, "orders", "t-a", 0, 20, v3, 3, 7000, True, "committed", 4),
+            row(3, 3, "orders", "t-a", 1, 5, v3, 3, 7000, True, "committed", 4, at=2),
+            row(3, 5, "orders", "t-a", 0, 25, v3, 3, 7001, True, "aborted", 6),
+            row(3, 7, "orders", "t-a", 0, 30, v3, 3, 7002, True, "open"),
+            ("test", 3, 9, ts(9), "orders", "t-a", 1, None, None, None, None, None, None, 1, None, True, -1, False,
+             None, None),
+            row(7, 0, "billing", "t-b", 0, 100, no_epoch, 1, -1, False),
+            row(7, 4, "billing", "t-b", 0, 110, v3, 3, -1, False),
+        ],
+        OFFSET_COMMITS.schema,
+    )
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True)
+    assert tables.read(OFFSET_COMMITS).schema == actual.schema
+
+
+def test_groups_members_and_quarantine(spark: SparkSession, clean_run: Config) -> None:
+    tables = tables_of(spark, clean_run)
+    metadata = tables.read(GROUP_METADATA).select("partition", "offset", "group_id", "generation", "leader",
+                                                  "member_ids")
+    assert sorted(map(tuple, metadata.collect())) == [(3, 1, "orders", 1, "m1", ["m1"]),
+                                                      (3, 8, "orders", 2, "m1", ["m1", "m2"])]
+    members = tables.read(GROUP_MEMBERS).select(
+        "group_id", "generation", "member_id", "group_instance_id", "is_leader",
+        F.transform("assigned_partitions", lambda p: F.concat_ws("-", p["topic"], p["partition"])).alias("assigned"),
+        "source_offset",
+    )
+    assert sorted(map(tuple, members.collect())) == [
+        ("orders", 1, "m1", None, True, ["t-a-0", "t-a-1"], 1),
+        ("orders", 2, "m1", None, True, ["t-a-0"], 8),
+        ("orders", 2, "m2", "i-2", False, ["t-a-1"], 8),
+    ]
+    errors = tables.read(DECODE_ERRORS).select("partition", "offset", "error_field_path", "key", "value")
+    assert [tuple(r) for r in errors.collect()] == [(7, 1, "key.record_type", bytearray(b"\x00"), bytearray(b"\x00\x01"))]
+    unknown = tables.read(CONSUMER_GROUP_RECORDS).select("partition", "offset", "record_type", "record_kind", "key")
+    assert [tuple(r) for r in unknown.collect()] == [(7, 2, 99, "unknown", bytearray(b"\x00\x63abc"))]
+
+
+def test_run_is_committed_with_its_summary(spark: SparkSession, clean_run: Config) -> None:
+    run = tables_of(spark, clean_run).read(INGEST_RUNS).collect()
+    assert len(run) == 1
+    r = run[0]
+    assert (r["source_mode"], r["records_read"], r["records_archived"], r["records_decoded"], r["decode_errors"],
+            r["history_gaps"]) == ("segments", 14, 14, 12, 1, 0)
+    assert [(p["partition"], p["records_read"], p["first_offset"], p["last_offset"]) for p in r["partitions"]] == [
+        (3, 10, 0, 9), (7, 4, 0, 4)]
+    # the batch with the broken CRC was skipped and reported, with its file and byte position
+    assert [(e["file"].endswith("__consumer_offsets-7/00000000000000000000.log"), e["error"].split(":")[0])
+            for e in r["segment_errors"]] == [(True, "crc_mismatch")]
+    assert set(r["table_versions"]) == {s.name for s in ALL_TABLES} - {"ingest_runs"}
+    assert set(r["stage_seconds"]) == {s.name for s in STAGES}
+
+
+def test_tables_are_created_from_the_contract(spark: SparkSession, clean_run: Config) -> None:
+    db = clean_run.tables.database
+    for spec in ALL_TABLES:
+        table = spark.table(f"{db}.{spec.name}")
+        assert [(f.name, f.dataType) for f in table.schema] == [(f.name, f.dataType) for f in spec.schema]
+        described = {r["col_name"]: r["comment"] for r in spark.sql(f"DESCRIBE TABLE {db}.{spec.name}").collect()}
+        assert described[spec.column_names[0]] == spec.schema.fields[0].metadata["comment"]
+
+
+def test_rerun_of_the_same_input_changes_nothing(
+    spark: SparkSession, clean_run: Config, tmp_path: Path, sample_dir: Path
+) -> None:
+    config = segment_config(tmp_path, sample_dir)
+    run_nightly(spark, config)
+    tables = tables_of(spark, config)
+    versions = {spec.name: tables.version(spec) for spec in DATA_TABLES}
+    run_nightly(spark, config)
+    assert {spec.name: tables.version(spec) for spec in DATA_TABLES} == versions  # not even a commit
+    assert_same_tables(tables, tables_of(spark, clean_run))
+    second = tables.read(INGEST_RUNS).orderBy("run_id").collect()[1]
+    assert (second["records_read"], second["records_archived"], second["records_decoded"]) == (14, 0, 0)
+
+
+def test_crash_between_stages_then_normal_run_equals_clean_run(
+    spark: SparkSession, clean_run: Config, tmp_path: Path, sample_dir: Path
+) -> None:
+    config = segment_config(tmp_path, sample_dir)
+    with pytest.raises(StoppedAfterStage):
+        run_nightly(spark, config, stop_after="ingest")
+    tables = tables_of(spark, config)
+    assert tables.read(INGEST_RUNS).count() == 0  # not committed
+    run_nightly(spark, config)
+    assert_same_tables(tables, tables_of(spark, clean_run))
+
+
+def test_crash_in_the_middle_of_decode_then_normal_run_equals_clean_run(
+    spark: SparkSession, clean_run: Config, tmp_path: Path, sample_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = segment_config(tmp_path, sample_dir)
+    real_append = Tables.append
+
+    def dying_append(self: Tables, spec: TableSpec, rows: DataFrame) -> None:
+        if spec is DECODE_ERRORS:  # offset_commits, group_metadata and group_members already written
+            raise RuntimeError("executor lost (simulated)")
+        real_append(self, spec, rows)
+
+    monkeypatch.setattr(Tables, "append", dying_append)
+    with pytest.raises(RuntimeError, match="simulated"):
+        run_nightly(spark, config)
+    monkeypatch.setattr(Tables, "append", real_append)
+    tables = tables_of(spark, config)
+    assert tables.read(OFFSET_COMMITS).count() == 8  # the partial writes are there ...
+    run_nightly(spark, config)
+    assert_same_tables(tables, tables_of(spark, clean_run))  # ... and were rolled back and redone once
+
+
+def test_incremental_run_decodes_only_new_records_and_resolves_open_transactions(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    source = write_sample(tmp_path / "copy")
+    config = segment_config(tmp_path, source)
+    run_nightly(spark, config)
+    # The next copy of partition 3 has a new segment: producer 7002's COMMIT and one more plain commit.
+    write_segment(source, 3, [marker(10, 7002, "COMMIT", T0 + 10),
+                              Batch(11, [offset_commit("orders", "t-a", 0, 31, commit_ms=T0 + 11)], timestamp_ms=T0 + 11)])
+    tables = tables_of(spark, config)
+    members_version = tables.version(GROUP_MEMBERS)
+    ctx = run_nightly(spark, config)
+    assert ctx.ingest is not None and ctx.decode is not None
+    assert (ctx.ingest.records_read, ctx.ingest.records_archived) == (16, 2)
+    assert ctx.decode.records_decoded == 1  # the new commit; the marker is counted as a control record
+    assert tables.version(GROUP_MEMBERS) == members_version  # no group metadata touched: no write
+    commits = tables.read(OFFSET_COMMITS).where("partition = 3 AND offset IN (7, 11)").orderBy("offset")
+    assert [tuple(r) for r in commits.select("offset", "committed_offset", "transaction_outcome",
+                                             "transaction_marker_offset").collect()] == [
+        (7, 30, "committed", 10), (11, 31, None, None)]
