@@ -119,25 +119,7 @@ def _buffers(arr: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 # masked out by the caller's validity conditions before any value is used)
 
 
-_BE_DTYPES = {1: np.dtype(">u1"), 2: np.dtype(">i2"), 4: np.dtype(">i4"), 8: np.dtype(">i8")}
-
-
-def _u8(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    if len(data) == 0:
-        return np.zeros(len(pos), np.int64)
-    out: np.ndarray = data[np.minimum(np.maximum(pos, 0), len(data) - 1)].astype(np.int64)
-    return out
-
-
-def _be(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
-    """Signed big-endian ints of `width` bytes at each position, in one gather."""
-    n = len(pos)
-    if len(data) < width:
-        return np.zeros(n, np.int64)
-    start = np.minimum(np.maximum(pos, 0), len(data) - width)
-    idx = start[:, None] + np.arange(width)[None, :]
-    out: np.ndarray = data[idx].view(_BE_DTYPES[width]).reshape(n).astype(np.int64)
-    return out
+_BE_DTYPES: dict[int, np.dtype[Any]] = {1: np.dtype(">u1"), 2: np.dtype(">i2"), 4: np.dtype(">i4"), 8: np.dtype(">i8")}
 
 
 def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -190,41 +172,70 @@ def _uuid_strings(data: np.ndarray, starts: np.ndarray) -> pa.Array:
 # The fast path: offset commits (key types 0/1, value versions 0-4, tombstones)
 
 
+_PAD = 32  # zero bytes appended to a data buffer so fixed-width reads of valid rows never run off the end
+
+
+def _padded(data: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(data) + _PAD, np.uint8)
+    out[: len(data)] = data
+    return out
+
+
+def _rows(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes at each position as an (n, width) matrix, in one gather. `data` is padded, so
+    rows of well-formed records are read exactly; positions of malformed rows are clamped into range
+    and their values are discarded by the caller's validity masks."""
+    start = np.minimum(np.maximum(pos, 0), len(data) - width)
+    out: np.ndarray = data[start[:, None] + np.arange(width)[None, :]]
+    return out
+
+
+def _int(mat: np.ndarray, start: int, width: int) -> np.ndarray:
+    """Signed big-endian int of `width` bytes at column `start` of a row matrix."""
+    out: np.ndarray = np.ascontiguousarray(mat[:, start:start + width]).view(_BE_DTYPES[width])
+    return out.reshape(-1).astype(np.int64)
+
+
 def _fast_offset_commits(
     koff: np.ndarray, kdata: np.ndarray, knull: np.ndarray,
     voff: np.ndarray, vdata: np.ndarray, vnull: np.ndarray,
 ) -> tuple[np.ndarray, dict[str, pa.Array]]:
-    """Decode the rows that are well-formed offset commits; return (mask of those rows, their columns)."""
+    """Decode the rows that are well-formed offset commits; return (mask of those rows, their columns).
+
+    Layouts (after the int16 version): v0/v2 offset, metadata, commit ts; v1 adds an expire ts; v3
+    offset, leader epoch, metadata, commit ts; v4 as v3 with a compact metadata string and a tagged
+    section (empty, or exactly the 16-byte topic id under tag 0). Each row is read with two fixed-width
+    gathers: the 16 bytes at the value start and the 19 bytes after the metadata.
+    """
+    kdata, vdata = _padded(kdata), _padded(vdata)
     ks = koff[:-1]
     kl = koff[1:] - ks
-    rtype = np.where(kl >= 2, _be(kdata, ks, 2), -1)
-    glen = _be(kdata, ks + 2, 2)
+    khead = _rows(kdata, ks, 4)
+    rtype = np.where(kl >= 2, _int(khead, 0, 2), -1)
+    glen = _int(khead, 2, 2)
     tpos = ks + 4 + glen
-    tlen = _be(kdata, tpos, 2)
+    tlen = _int(_rows(kdata, tpos, 2), 0, 2)
     key_ok = (~knull) & (kl >= 10) & ((rtype == 0) | (rtype == 1)) & (glen >= 0) & (tlen >= 0) \
         & (kl == 10 + glen + tlen)
 
     vs = voff[:-1]
     vl = voff[1:] - vs
     tomb = vnull
-    ver = np.where(vl >= 2, _be(vdata, vs, 2), -1)
-    # Metadata length and the position after it, per layout.
-    mlen_classic_v0 = _be(vdata, vs + 10, 2)  # v0-v2: version, offset, metadata
-    mlen_classic_v3 = _be(vdata, vs + 14, 2)  # v3: version, offset, leader epoch, metadata
-    mvar_v4 = _u8(vdata, vs + 14)  # v4: compact string, uvarint length + 1 (one byte when < 128)
-    mlen = np.select([ver <= 2, ver == 3, ver == 4], [mlen_classic_v0, mlen_classic_v3, mvar_v4 - 1], -1)
-    mstart = np.select([ver <= 2, ver == 3, ver == 4], [vs + 12, vs + 16, vs + 15], 0)
+    vhead = _rows(vdata, vs, 16)
+    ver = np.where(vl >= 2, _int(vhead, 0, 2), -1)
+    mvar_v4 = vhead[:, 14].astype(np.int64)  # v4: compact string, uvarint length + 1 (one byte when < 128)
+    classic = ver <= 2
+    mlen = np.where(classic, _int(vhead, 10, 2), np.where(ver == 3, _int(vhead, 14, 2), mvar_v4 - 1))
+    mstart = vs + np.where(classic, 12, np.where(ver == 3, 16, 15))
     after_meta = mstart + mlen
-    tag_count = _u8(vdata, after_meta + 8)
-    tag_head = (_u8(vdata, after_meta + 9) << 8) | _u8(vdata, after_meta + 10)  # tag 0, size 16
-    has_topic_id = (ver == 4) & (tag_count == 1) & (tag_head == 0x0010)
-    expected = np.select(
-        [(ver == 0) | (ver == 2), ver == 1, ver == 3, (ver == 4) & (tag_count == 0), has_topic_id],
-        [20 + mlen, 28 + mlen, 24 + mlen, 24 + mlen, 42 + mlen],
-        -1,
-    )
+    vtail = _rows(vdata, after_meta, 19)
+    tag_count = vtail[:, 8]
+    has_topic_id = (ver == 4) & (tag_count == 1) & (vtail[:, 9] == 0) & (vtail[:, 10] == 16)
+    expected = np.where(
+        (ver == 0) | (ver == 2), 20,
+        np.where(ver == 1, 28, np.where(ver == 3, 24, np.where(has_topic_id, 42, np.where(tag_count == 0, 24, -1)))))
     v4_ok = (ver != 4) | ((mvar_v4 >= 1) & (mvar_v4 < 0x80))
-    value_ok = (~vnull) & (ver >= 0) & (ver <= 4) & (mlen >= 0) & v4_ok & (vl == expected)
+    value_ok = (~vnull) & (ver >= 0) & (ver <= 4) & (mlen >= 0) & v4_ok & (vl == expected + mlen)
     fast = key_ok & (tomb | value_ok)
     idx = np.nonzero(fast)[0]
     n = len(idx)
@@ -235,31 +246,35 @@ def _fast_offset_commits(
     cols["record_kind"] = pa.repeat(pa.scalar("offset_commit", pa.string()), n)
     cols["group_id"] = _string_array(kdata, ks_f + 4, glen_f)
     cols["topic"] = _string_array(kdata, tpos_f + 2, tlen_f)
-    cols["partition"] = pa.array(_be(kdata, tpos_f + 2 + tlen_f, 4).astype(np.int32))
+    cols["partition"] = pa.array(_int(_rows(kdata, tpos_f + 2 + tlen_f, 4), 0, 4).astype(np.int32))
     cols["member_id"] = pa.nulls(n, pa.string())
 
     t = tomb[idx]
     live = ~t
-    vs_f, ver_f, mlen_f = vs[idx], ver[idx], mlen[idx]
+    ver_f, mlen_f = ver[idx], mlen[idx]
+    vhead_f, vtail_f = vhead[idx], vtail[idx]
     after_f = after_meta[idx]
     cols["value_version"] = pa.array(ver_f.astype(np.int16), mask=t)
     cols["is_tombstone"] = pa.array(t)
-    cols["committed_offset"] = pa.array(_be(vdata, vs_f + 2, 8), mask=t)
-    epoch = _be(vdata, vs_f + 10, 4).astype(np.int32)
+    cols["committed_offset"] = pa.array(_int(vhead_f, 2, 8), mask=t)
+    epoch = _int(vhead_f, 10, 4).astype(np.int32)
     cols["leader_epoch"] = pa.array(epoch, mask=t | (ver_f < 3) | (epoch == -1))
-    meta = _string_array(vdata, np.where(live, mstart[idx], 0), np.where(live, mlen_f, 0))
+    meta_len = np.where(live, mlen_f, 0)
+    if meta_len.any():
+        meta = _string_array(vdata, np.where(live, mstart[idx], 0), meta_len)
+    else:  # the usual case: every metadata string is empty, nothing to gather
+        meta = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(np.zeros(n + 1, np.int32)),
+                                                       pa.py_buffer(b"")])
     cols["metadata"] = pc.if_else(pa.array(t), pa.scalar(None, pa.string()), meta)
-    cols["commit_timestamp"] = pa.array(_be(vdata, after_f, 8), mask=t)
-    expire = _be(vdata, after_f + 8, 8)
+    cols["commit_timestamp"] = pa.array(_int(vtail_f, 0, 8), mask=t)
+    expire = _int(vtail_f, 8, 8)
     cols["expire_timestamp"] = pa.array(expire, mask=t | (ver_f != 1) | (expire == -1))
-    tid_rows = np.nonzero(has_topic_id[idx] & live)[0]
-    if len(tid_rows):
-        tid_text = _uuid_strings(vdata, after_f[tid_rows] + 11).to_pylist()
-        topic_ids: list[str | None] = [None] * n
-        for row, text in zip(tid_rows.tolist(), tid_text, strict=False):
-            # The all-zero Uuid is Kafka's "no topic id"; a writer never tags it, but read it as absent.
-            topic_ids[row] = None if text == "AAAAAAAAAAAAAAAAAAAAAA" else text
-        cols["topic_id"] = pa.array(topic_ids, pa.string())
+    tid_mask = has_topic_id[idx] & live
+    if tid_mask.any():
+        tids = _uuid_strings(vdata, after_f[tid_mask] + 11)
+        # The all-zero Uuid is Kafka's "no topic id"; a writer never tags it, but read it as absent.
+        tids = pc.if_else(pc.equal(tids, "AAAAAAAAAAAAAAAAAAAAAA"), pa.scalar(None, pa.string()), tids)
+        cols["topic_id"] = pc.replace_with_mask(pa.nulls(n, pa.string()), pa.array(tid_mask), tids)
     else:
         cols["topic_id"] = pa.nulls(n, pa.string())
     cols["group_metadata"] = pa.nulls(n, GROUP_METADATA)
