@@ -1,0 +1,428 @@
+"""Start and stop a single-node Apache Kafka (KRaft) broker from the Maven Central jars.
+
+Why a real broker: the `__consumer_offsets` segments and the coordinator's `server.log` lines are the
+project's input, and only a broker writes them the way production clusters do. The broker runs as one
+JVM in combined mode (`process.roles=broker,controller`) on 127.0.0.1 with two free ports, its storage
+formatted in a temporary directory, started exactly as the distribution's scripts would start it:
+`java -cp '.cache/jars/kafka/*' kafka.Kafka server.properties`.
+
+The configuration is chosen for tests that must be quick and must see history:
+
+* `__consumer_offsets` segments are small (16 KiB), so its partitions roll several segments during a
+  run and readers meet multi-segment partitions and segments closed while the broker runs. Kafka 4.x
+  refuses `segment.bytes` (and so `offsets.topic.segment.bytes`) below 1 MiB; it has a topic config
+  meant for tests, `internal.segment.bytes`, which overrides it. We therefore set
+  `offsets.topic.segment.bytes` to its minimum, have the broker create `__consumer_offsets` (a
+  FindCoordinator request does that) and then set `internal.segment.bytes` on the topic with Kafka's own
+  `kafka-configs` command (kafka.admin.ConfigCommand) before any scenario runs;
+* `log.cleaner.min.compaction.lag.ms` is a day, so the cleaner (left enabled, as in production) does not
+  compact away the history the scenarios just wrote before the tests read it;
+* `group.initial.rebalance.delay.ms=0` and low minimum session timeouts / heartbeat intervals (classic
+  and KIP-848 groups), so a scenario that waits for a session timeout waits seconds, not minutes;
+* log4j2 writes `server.log` with the stock pattern `[%d] %p %m (%c)%n` (and, like the stock config,
+  controller and state-change lines to their own files) into a known directory, in UTC.
+
+`KafkaBroker` is a context manager; `stop()` is idempotent, sends SIGTERM (controlled shutdown) and falls
+back to SIGKILL, and an `atexit` hook stops brokers an interrupted test session left behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+KAFKA_JAR_DIR = ROOT / ".cache" / "jars" / "kafka"
+LOOPBACK = "127.0.0.1"
+
+# The stock Kafka 4.x layout (config/log4j2.yaml: logPattern "[%d] %p %m (%c)%n").
+STOCK_LOG_PATTERN = "[%d] %p %m (%c)%n"
+
+# Modest JVM settings: the machine has two cores shared by several people.
+DEFAULT_JVM_OPTIONS = (
+    "-Xms128m",
+    "-Xmx768m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Djava.awt.headless=true",
+    "-Duser.timezone=UTC",
+)
+
+
+class BrokerError(RuntimeError):
+    """The broker could not be formatted, started or stopped; the message quotes its log."""
+
+
+def kafka_jar_dir() -> Path:
+    """The jar directory, or a BrokerError that says how to fetch it."""
+    if not any(KAFKA_JAR_DIR.glob("kafka-clients-*.jar")):
+        raise BrokerError(
+            f"no Kafka jars in {KAFKA_JAR_DIR}; run `scripts/bootstrap --kafka` "
+            "(or `python scripts/fetch_jars.py kafka`)"
+        )
+    return KAFKA_JAR_DIR
+
+
+def kafka_version() -> str:
+    """The Kafka release the jar set holds, read from the kafka-clients jar name (e.g. '4.3.1')."""
+    for jar in sorted(kafka_jar_dir().glob("kafka-clients-*.jar")):
+        match = re.fullmatch(r"kafka-clients-(\d+\.\d+\.\d+)\.jar", jar.name)
+        if match:
+            return match.group(1)
+    raise BrokerError(f"cannot tell the Kafka version from the jars in {KAFKA_JAR_DIR}")
+
+
+def java_command(main_class: str, *args: str, jvm_options: tuple[str, ...] = (),
+                 log4j2_config: Path | None = None) -> list[str]:
+    """A `java` command line running a class from the Kafka jar set."""
+    cmd = ["java", *DEFAULT_JVM_OPTIONS, *jvm_options]
+    if log4j2_config is not None:
+        cmd.append(f"-Dlog4j2.configurationFile={log4j2_config}")
+    cmd += ["-cp", str(kafka_jar_dir() / "*"), main_class, *args]
+    return cmd
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """In a child, before exec: have the kernel send `sig` when the parent goes away (Linux prctl).
+
+    A test run that is killed (CI time-out, Ctrl-C twice, SIGKILL) gets no chance to stop its broker or
+    consumers; without this they would keep running and keep ports and CPU. Kernel semantics: the
+    signal follows the death of the *thread* that started the child, so start long-lived children from
+    a thread that lives as long as they should.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, int(sig), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except OSError:
+        pass  # not Linux/glibc: rely on the explicit stop()
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def random_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe Base64 without padding, as Kafka's Uuid prints it.
+
+    Kafka never hands out ids whose string form starts with '-' (it would read as a command-line flag).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def client_log4j2_config(log_file: Path, level: str = "INFO") -> str:
+    """A log4j2 configuration for a Java client (console consumer/producer) writing one file.
+
+    The stock tools configuration logs at WARN, which hides the consumer coordinator's INFO lines
+    (join, sync, revoke, assign, leave) that the coordinator-log parser needs, so we log the client
+    packages at INFO in the stock layout.
+    """
+    return "\n".join([
+        "status = warn",
+        "name = cgh-client",
+        "appender.file.type = File",
+        "appender.file.name = file",
+        f"appender.file.fileName = {log_file}",
+        "appender.file.layout.type = PatternLayout",
+        f"appender.file.layout.pattern = {STOCK_LOG_PATTERN}",
+        "rootLogger.level = WARN",
+        "rootLogger.appenderRef.file.ref = file",
+        "logger.clients.name = org.apache.kafka.clients.consumer",
+        f"logger.clients.level = {level}",
+        "logger.producer.name = org.apache.kafka.clients.producer",
+        f"logger.producer.level = {level}",
+        "",
+    ])
+
+
+def _broker_log4j2_config(log_dir: Path) -> str:
+    """Mirror of the stock broker log4j2 layout: server.log plus controller/state-change/cleaner files."""
+    lines = ["status = warn", "name = cgh-broker"]
+    files = {
+        "server": "server.log",
+        "controller": "controller.log",
+        "statechange": "state-change.log",
+        "cleaner": "log-cleaner.log",
+        "request": "kafka-request.log",
+    }
+    for name, file_name in files.items():
+        lines += [
+            f"appender.{name}.type = File",
+            f"appender.{name}.name = {name}",
+            f"appender.{name}.fileName = {log_dir / file_name}",
+            f"appender.{name}.layout.type = PatternLayout",
+            f"appender.{name}.layout.pattern = {STOCK_LOG_PATTERN}",
+        ]
+    lines += ["rootLogger.level = INFO", "rootLogger.appenderRef.server.ref = server"]
+    routed = {
+        "controller": ("org.apache.kafka.controller", "INFO", "controller"),
+        "kafkacontroller": ("kafka.controller", "INFO", "controller"),
+        "statechange": ("state.change.logger", "INFO", "statechange"),
+        "cleaner": ("kafka.log.LogCleaner", "INFO", "cleaner"),
+        "cleaner2": ("org.apache.kafka.storage.internals.log.LogCleaner", "INFO", "cleaner"),
+        "request": ("kafka.request.logger", "WARN", "request"),
+        "requestchannel": ("kafka.network.RequestChannel$", "WARN", "request"),
+    }
+    for key, (logger, level, appender) in routed.items():
+        lines += [
+            f"logger.{key}.name = {logger}",
+            f"logger.{key}.level = {level}",
+            f"logger.{key}.additivity = false",
+            f"logger.{key}.appenderRef.{appender}.ref = {appender}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+# Segment size of __consumer_offsets during tests (see the module docstring).
+CONSUMER_OFFSETS_SEGMENT_BYTES = 16 * 1024
+
+# Broker settings every test bed broker gets (see the module docstring for why).
+BASE_SETTINGS: dict[str, str] = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "num.partitions": "1",
+    "auto.create.topics.enable": "false",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "50",
+    "offsets.topic.segment.bytes": "1048576",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "4",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+    "group.consumer.min.session.timeout.ms": "3000",
+    "group.consumer.session.timeout.ms": "8000",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    "group.consumer.heartbeat.interval.ms": "1000",
+    "log.cleaner.min.compaction.lag.ms": str(24 * 3600 * 1000),
+    "log.flush.interval.messages": "1",
+}
+
+
+class KafkaBroker:
+    """One single-node KRaft broker (combined broker + controller) on loopback.
+
+    Attributes:
+        work_dir: holds server.properties, log4j2.properties, `data/` (log.dirs) and `logs/`.
+        bootstrap_servers: `127.0.0.1:<port>` of the PLAINTEXT listener.
+        version: the Kafka release of the jars.
+    """
+
+    def __init__(self, work_dir: Path | None = None, overrides: Mapping[str, str] | None = None) -> None:
+        self._own_work_dir = work_dir is None
+        self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="cgh-kafka-"))
+        self.data_dir = self.work_dir / "data"
+        self.log_dir = self.work_dir / "logs"
+        self.version = kafka_version()
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.bootstrap_servers = f"{LOOPBACK}:{self.port}"
+        self.settings = dict(BASE_SETTINGS)
+        self.settings.update({
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
+            "controller.quorum.voters": f"1@{LOOPBACK}:{self.controller_port}",
+            "log.dirs": str(self.data_dir),
+        })
+        self.settings.update(overrides or {})
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stdout_path = self.log_dir / "kafka-stdout.log"
+
+    # -- files ---------------------------------------------------------------------------------------
+    @property
+    def server_log(self) -> Path:
+        return self.log_dir / "server.log"
+
+    @property
+    def properties_file(self) -> Path:
+        return self.work_dir / "server.properties"
+
+    def consumer_offsets_dirs(self) -> list[Path]:
+        """The `__consumer_offsets-N` partition directories, in partition order."""
+        dirs = [p for p in self.data_dir.glob("__consumer_offsets-*") if p.is_dir()]
+        return sorted(dirs, key=lambda p: int(p.name.rsplit("-", 1)[1]))
+
+    def consumer_offsets_segments(self, with_data_only: bool = True) -> list[Path]:
+        """Every `.log` segment of `__consumer_offsets`, by partition then base offset."""
+        segments: list[Path] = []
+        for directory in self.consumer_offsets_dirs():
+            logs = sorted(directory.glob("*.log"))
+            if with_data_only and all(p.stat().st_size == 0 for p in logs):
+                continue
+            segments += [p for p in logs if not with_data_only or p.stat().st_size > 0]
+        return segments
+
+    def _write_config(self) -> None:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(exist_ok=True)
+        self.log_dir.mkdir(exist_ok=True)
+        body = "".join(f"{k}={v}\n" for k, v in self.settings.items())
+        self.properties_file.write_text("# written by tests/kafka_testbed/broker.py\n" + body)
+        (self.work_dir / "log4j2.properties").write_text(_broker_log4j2_config(self.log_dir))
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    def format_storage(self) -> None:
+        """`kafka-storage.sh format` for a static single-voter quorum."""
+        self._write_config()
+        cmd = java_command(
+            "kafka.tools.StorageTool", "format", "-t", random_cluster_id(), "-c", str(self.properties_file),
+            log4j2_config=self.work_dir / "log4j2.properties",
+        )
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+        if done.returncode != 0:
+            raise BrokerError(f"kafka-storage format failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+
+    def start(self, timeout: float = 120.0, prepare_consumer_offsets: bool = True) -> KafkaBroker:
+        """Format storage, start the JVM, wait until the broker says it has started, prepare the topic."""
+        if self._process is not None:
+            raise BrokerError("broker already started")
+        self.format_storage()
+        cmd = java_command(
+            "kafka.Kafka", str(self.properties_file),
+            jvm_options=(f"-Dkafka.logs.dir={self.log_dir}",),
+            log4j2_config=self.work_dir / "log4j2.properties",
+        )
+        with open(self._stdout_path, "ab") as out:
+            self._process = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=lambda: die_with_parent(signal.SIGTERM),
+            )
+        _LIVE.add(self)
+        try:
+            self._wait_started(timeout)
+            if prepare_consumer_offsets:
+                self.prepare_consumer_offsets()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_started(self, timeout: float) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise BrokerError(f"broker exited with {self._process.returncode}:\n{self._tail()}")
+            if self.server_log.exists() and "Kafka Server started" in self.server_log.read_text(errors="replace"):
+                if _port_open(self.port):
+                    return
+            time.sleep(0.25)
+        raise BrokerError(f"broker did not start within {timeout:.0f}s:\n{self._tail()}")
+
+    def prepare_consumer_offsets(self, segment_bytes: int = CONSUMER_OFFSETS_SEGMENT_BYTES,
+                                 timeout: float = 60.0) -> None:
+        """Have the broker create `__consumer_offsets`, then make its segments roll every `segment_bytes`."""
+        from kafka import KafkaAdminClient  # test-only dependency, imported where it is needed
+
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, client_id="cgh-testbed-admin")
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    # FindCoordinator for a group makes the broker auto-create __consumer_offsets.
+                    admin.describe_consumer_groups(["cgh-testbed-bootstrap"])
+                    break
+                except Exception:  # noqa: BLE001 - CoordinatorNotAvailable until the topic is ready
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.3)
+        finally:
+            admin.close()
+        cmd = java_command(
+            "kafka.admin.ConfigCommand", "--bootstrap-server", self.bootstrap_servers, "--alter",
+            "--entity-type", "topics", "--entity-name", "__consumer_offsets",
+            "--add-config", f"internal.segment.bytes={segment_bytes}",
+            jvm_options=("-Dlog4j2.level=WARN",),
+        )
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise BrokerError(f"kafka-configs failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def stop(self, timeout: float = 45.0) -> None:
+        """Controlled shutdown (SIGTERM), SIGKILL after `timeout`. Safe to call twice."""
+        process, self._process = self._process, None
+        _LIVE.discard(self)
+        if process is None or process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=15)
+
+    def cleanup(self) -> None:
+        """Stop the broker and remove the work directory if this object created it."""
+        self.stop()
+        if self._own_work_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def _tail(self, lines: int = 40) -> str:
+        parts = []
+        for path in (self._stdout_path, self.server_log):
+            if path.exists():
+                text = path.read_text(errors="replace").splitlines()[-lines:]
+                parts.append(f"--- {path.name}\n" + "\n".join(text))
+        return "\n".join(parts)
+
+    def __enter__(self) -> KafkaBroker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running() else "stopped"
+        return f"KafkaBroker({self.version}, {self.bootstrap_servers}, {state}, {self.work_dir})"
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection((LOOPBACK, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+_LIVE: set[KafkaBroker] = set()
+
+
+@atexit.register
+def _stop_leftover_brokers() -> None:
+    for broker in list(_LIVE):
+        broker.stop(timeout=20)
+
+
+def iter_server_log(broker: KafkaBroker) -> Iterator[str]:
+    """The broker's server.log lines (for tests that look for coordinator lines)."""
+    with open(broker.server_log, encoding="utf-8", errors="replace") as handle:
+        yield from (line.rstrip("\n") for line in handle)
