@@ -1,5 +1,5 @@
-"""The worked examples in the assignors' docstrings are executable (their expected values are Kafka's
-javadoc/test-suite examples) and must stay true."""
+"""The worked examples in coordinator_core's docstrings are executable and must stay true (the assignors'
+expected values are Kafka's javadoc/test-suite examples; the decoders' come from the reference vectors)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,11 @@ MODULES = [
     "coordinator_core.assignors.roundrobin",
     "coordinator_core.assignors.sticky",
     "coordinator_core.javaisms",
+    "coordinator_core.consumer_protocol",
+    "coordinator_core.records",
+    "coordinator_core.segment",
+    "coordinator_core.replay",
+    "coordinator_core.storms",
 ]
 
 
