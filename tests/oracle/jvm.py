@@ -21,12 +21,12 @@ def jar_dir(jar_set: str) -> Path:
 
 def compile_sources(source_dir: Path, jar_set: str) -> Path:
     """javac every .java file under `source_dir` against the jar set; returns the classes directory."""
-    sources = sorted(source_dir.rglob("*.java"))
-    if not sources:
-        raise FileNotFoundError(f"no Java sources under {source_dir}")
     if not any(jar_dir(jar_set).glob("*.jar")):
         raise FileNotFoundError(
             f"jar set {jar_set!r} is missing from {jar_dir(jar_set)}; run scripts/bootstrap --kafka first")
+    sources = [p for p in sorted(source_dir.rglob("*.java")) if _jars_present(p, jar_set)]
+    if not sources:
+        raise FileNotFoundError(f"no Java sources under {source_dir}")
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
     out = ROOT / ".cache" / "oracle-classes" / f"{source_dir.parts[-4]}-{digest}-{jar_set}"
     if (out / ".compiled").is_file():
@@ -38,6 +38,19 @@ def compile_sources(source_dir: Path, jar_set: str) -> Path:
                    check=True, capture_output=True)
     (out / ".compiled").touch()
     return out
+
+
+REQUIRES_MARKER = "// oracle jar set requires: "
+
+
+def _jars_present(source: Path, jar_set: str) -> bool:
+    """A source that starts with `// oracle jar set requires: <jar name prefix> ...` is compiled only with
+    jar sets holding such jars (the KIP-848 server assignor harness needs kafka-group-coordinator, which
+    the older client-only jar sets lack)."""
+    first = source.read_text(encoding="utf-8").split("\n", 1)[0]
+    if not first.startswith(REQUIRES_MARKER):
+        return True
+    return all(any(jar_dir(jar_set).glob(f"{prefix}*.jar")) for prefix in first[len(REQUIRES_MARKER):].split())
 
 
 def run_java(source_dir: Path, jar_set: str, main_class: str, *args: str, timeout: float = 300) -> str:
