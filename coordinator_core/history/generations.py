@@ -1,0 +1,447 @@
+"""One group's generation history: one ``GenerationRow`` per classic generation or KIP-848 group epoch.
+
+``group_history(records, events)`` works from the records alone, the log events alone, or both:
+
+* records give the generations that completed (GroupMetadata, KIP-848 epoch records), their members and
+  assignments, and the time each assignment was stored;
+* log events give when each round started and when its join phase ended, the generations that never
+  completed, and the reasons;
+* both are joined by generation (or epoch) number.
+
+Rows come in the group's order (log order of the records, else time), across protocol changes: a classic
+group upgraded to the consumer protocol continues with rows of ``group_protocol == "consumer"`` whose first
+row has the cause ``group_protocol_migration``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from coordinator_core.history import causes as cz
+from coordinator_core.history._draft import Draft
+from coordinator_core.history.classic import (
+    draft_from_record,
+    drafts_from_logs,
+    is_placeholder,
+    members_from_logs,
+    restore_same_generation,
+)
+from coordinator_core.history.consumer import CONSUMER_GROUP_KINDS, ConsumerGroupReader, drafts_from_consumer_logs
+from coordinator_core.history.inputs import as_events, as_group_records, millis_between, record_time
+from coordinator_core.history.model import (
+    CLASSIC,
+    CLIENT_REJOIN,
+    CONSUMER,
+    EMPTY,
+    ENDED_BY_GROUP_DELETED,
+    ENDED_BY_NEXT_GENERATION,
+    ENDED_BY_PROTOCOL_CHANGE,
+    MISSING,
+    NEVER_COMPLETED,
+    STATIC_RESTART,
+    UNKNOWN_CAUSE,
+    GenerationMember,
+    GenerationRow,
+    MemberIdChange,
+    PartitionMove,
+)
+from coordinator_core.logs import CoordinatorEvent
+from coordinator_core.logs import events as ev
+
+#: A gap wider than this is reported as its first and last missing numbers only (a history that lost
+#: thousands of generations is better told in two rows than in thousands).
+MAX_GAP_ROWS = 1000
+
+
+def group_history(
+    records: Iterable[Any] = (),
+    events: Iterable[CoordinatorEvent] = (),
+    *,
+    group_id: str | None = None,
+    topic_names: Mapping[str, str] | None = None,
+) -> list[GenerationRow]:
+    """Rebuilds one group's generations from its records and/or its coordinator log events.
+
+    Args:
+        records: the group's records in any order (``GroupRecord`` or ``(offset, timestamp_ms, Record)``);
+            they are put in offset order. Offset commits are ignored here (see ``offset_history``).
+        events: the group's parsed log lines (broker and client). Lines of other groups are dropped; lines
+            with no group (partition loads) are kept, so pass only those of the group's partition.
+        group_id: the group; read from the records or events when omitted.
+        topic_names: topic id -> name, for KIP-848 partitions when the records carry no topic names.
+
+    Returns:
+        One row per generation (classic) or group epoch (KIP-848), in the group's order, with gaps as
+        ``never_completed`` (classic) or ``missing`` (KIP-848) rows.
+    """
+    group_records = as_group_records(records)
+    gid = group_id or _group_of(group_records, events)
+    group_events = [e for e in as_events(events) if e.group_id in (None, gid)]
+
+    classic_drafts: list[Draft] = []
+    reader = ConsumerGroupReader(topic_names)
+    for record in group_records:
+        kind = record.record.kind
+        if kind == "group_metadata":
+            value = record.record.value
+            last = classic_drafts[-1] if classic_drafts else None
+            if value is None:
+                if last is not None and last.ended_by is None:
+                    last.ended_at, last.ended_by = record_time(record), ENDED_BY_GROUP_DELETED
+                continue
+            if is_placeholder(value):
+                continue
+            if last is not None and last.generation == value.generation and last.ended_by is None:
+                restore_same_generation(last, record, value)
+            else:
+                classic_drafts.append(draft_from_record(record, value))
+        elif kind in CONSUMER_GROUP_KINDS:
+            reader.feed(record)
+    consumer_drafts = reader.finish()
+
+    classic_drafts = _with_logs(classic_drafts, drafts_from_logs(group_events), group_events)
+    consumer_drafts = _with_logs(consumer_drafts, drafts_from_consumer_logs(group_events), group_events)
+    drafts = _merge(_with_gaps(classic_drafts, NEVER_COMPLETED), _with_gaps(consumer_drafts, MISSING))
+    return _rows(gid or "", drafts, group_events)
+
+
+def _group_of(records: Sequence[Any], events: Iterable[CoordinatorEvent]) -> str | None:
+    for r in records:
+        key = r.record.key
+        group = getattr(key, "group", None) or getattr(key, "group_id", None)
+        if group:
+            return str(group)
+    for e in events:
+        if e.group_id:
+            return e.group_id
+    return None
+
+
+def _with_logs(drafts: list[Draft], from_logs: dict[int, Draft], events: Sequence[CoordinatorEvent]) -> list[Draft]:
+    """Joins log drafts onto record drafts by number; adds the generations only the logs know."""
+    for d in drafts:
+        logged = from_logs.pop(d.generation, None)
+        if logged is None:
+            continue
+        d.from_logs = True
+        d.started_at = d.started_at or logged.started_at
+        d.stabilized_at = d.stabilized_at or logged.stabilized_at
+        d.stored_at = d.stored_at or logged.stored_at
+        d.leader = d.leader or logged.leader
+        d.protocol = d.protocol or logged.protocol
+        d.target_assignment_epoch = d.target_assignment_epoch or logged.target_assignment_epoch
+        d.numbered_events.extend(logged.numbered_events)
+    for generation, logged in from_logs.items():
+        members = members_from_logs(events, generation) if logged.group_protocol == CLASSIC else []
+        logged.members = members or ([] if logged.outcome == EMPTY else None)
+        drafts.append(logged)
+    # Keep the records' order; a logs-only draft goes after the last draft with a lower number.
+    if any(not d.from_records for d in drafts):
+        drafts.sort(key=lambda d: d.generation)
+    return drafts
+
+
+def _with_gaps(drafts: list[Draft], outcome: str) -> list[Draft]:
+    """Inserts a row for every number skipped between two known ones (never the ones before the first)."""
+    out: list[Draft] = []
+    for d in drafts:
+        if out and d.generation > out[-1].generation + 1 and out[-1].ended_by != ENDED_BY_GROUP_DELETED:
+            previous = out[-1]
+            missing = list(range(previous.generation + 1, d.generation))
+            if len(missing) > MAX_GAP_ROWS:
+                missing = [missing[0], missing[-1]]
+            for number in missing:
+                out.append(Draft(group_protocol=d.group_protocol, generation=number, outcome=outcome,
+                                 protocol_type=d.protocol_type, group_epoch=number if d.group_epoch else None))
+        out.append(d)
+    return out
+
+
+def _anchor(drafts: list[Draft]) -> list[tuple[int | None, datetime | None]]:
+    """Per draft, the offset and time to order it by, a gap row taking its predecessor's."""
+    anchors: list[tuple[int | None, datetime | None]] = []
+    offset: int | None = None
+    time: datetime | None = None
+    for d in drafts:
+        offset = d.first_offset if d.first_offset is not None else offset
+        time = d.first_seen_at or time
+        anchors.append((offset, time))
+    return anchors
+
+
+def _merge(classic: list[Draft], consumer: list[Draft]) -> list[Draft]:
+    """The two protocols' rows in the group's order: by record offset when both sides have records,
+    else by time."""
+    if not classic or not consumer:
+        return classic + consumer
+    a, b = _anchor(classic), _anchor(consumer)
+    by_offset = all(x[0] is not None for x in a + b)
+    out: list[Draft] = []
+    i = j = 0
+    while i < len(classic) and j < len(consumer):
+        ka = a[i][0] if by_offset else a[i][1]
+        kb = b[j][0] if by_offset else b[j][1]
+        take_classic = kb is None or (ka is not None and ka <= kb)  # type: ignore[operator]
+        if take_classic:
+            out.append(classic[i])
+            i += 1
+        else:
+            out.append(consumer[j])
+            j += 1
+    return out + classic[i:] + consumer[j:]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Diff and causes
+
+
+def _owners(members: Sequence[GenerationMember]) -> dict[tuple[str, int], str]:
+    return {(p.topic, p.partition): m.member_id for m in members for p in m.assigned_partitions}
+
+
+def _id_changes(base: Draft, d: Draft, departed: dict[tuple[str | None, str | None], tuple[str, int]]
+                ) -> list[MemberIdChange]:
+    """Static restarts and same-client rejoins between ``base`` and ``d`` (and earlier departures)."""
+    assert base.members is not None and d.members is not None
+    before = {m.member_id: m for m in base.members}
+    after = {m.member_id: m for m in d.members}
+    joined = [after[i] for i in sorted(after.keys() - before.keys())]
+    left = [before[i] for i in sorted(before.keys() - after.keys())]
+    changes: list[MemberIdChange] = []
+    old_by_instance = {m.group_instance_id: m for m in left if m.group_instance_id}
+    paired: set[str] = set()
+    for m in joined:
+        old = old_by_instance.get(m.group_instance_id) if m.group_instance_id else None
+        if old is not None:
+            changes.append(MemberIdChange(STATIC_RESTART, old.member_id, m.member_id, m.group_instance_id,
+                                          m.client_id, m.client_host, base.generation, d.stored_at))
+            paired |= {old.member_id, m.member_id}
+
+    def key(m: GenerationMember) -> tuple[str | None, str | None]:
+        return (m.client_id, m.client_host)
+
+    dynamic_left = [m for m in left if m.member_id not in paired and not m.group_instance_id]
+    dynamic_joined = [m for m in joined if m.member_id not in paired and not m.group_instance_id]
+    left_keys = [key(m) for m in dynamic_left]
+    joined_keys = [key(m) for m in dynamic_joined]
+    for m in dynamic_joined:
+        k = key(m)
+        if m.client_id is None or joined_keys.count(k) != 1:
+            continue
+        if left_keys.count(k) == 1:
+            old = next(o for o in dynamic_left if key(o) == k)
+            changes.append(MemberIdChange(CLIENT_REJOIN, old.member_id, m.member_id, None, m.client_id,
+                                          m.client_host, base.generation, d.stored_at))
+            paired.add(old.member_id)
+        elif left_keys.count(k) == 0 and k in departed:
+            old_id, generation = departed.pop(k)
+            changes.append(MemberIdChange(CLIENT_REJOIN, old_id, m.member_id, None, m.client_id, m.client_host,
+                                          generation, d.stored_at))
+    for m in dynamic_left:
+        if m.member_id not in paired and left_keys.count(key(m)) == 1:
+            departed[key(m)] = (m.member_id, base.generation)
+    return changes
+
+
+def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]) -> list[GenerationRow]:
+    for i, d in enumerate(drafts):
+        nxt = drafts[i + 1] if i + 1 < len(drafts) else None
+        if nxt is None:
+            continue
+        if d.ended_by == ENDED_BY_GROUP_DELETED and nxt.group_protocol == d.group_protocol:
+            continue  # deleted, then created again under the same id
+        d.ended_at = nxt.first_seen_at or d.ended_at
+        d.ended_by = ENDED_BY_PROTOCOL_CHANGE if nxt.group_protocol != d.group_protocol else ENDED_BY_NEXT_GENERATION
+
+    static_events = [e for e in events if e.event_type in (ev.STATIC_MEMBER_REPLACED, ev.CG_STATIC_MEMBER_REPLACED)]
+    rows: list[GenerationRow] = []
+    departed: dict[tuple[str | None, str | None], tuple[str, int]] = {}
+    base: Draft | None = None
+    revoked_by: dict[int, dict[tuple[str, int], str]] = {}   # draft index -> partition -> owner before
+    for i, d in enumerate(drafts):
+        previous = drafts[i - 1] if i else None
+        # --- members and partitions -----------------------------------------------------------------
+        joined: list[str] = []
+        left: list[str] = []
+        kept: list[str] = []
+        changes: list[MemberIdChange] = list(d.id_changes)
+        moves: list[PartitionMove] = []
+        kept_partitions = 0
+        revoked_then_assigned: list[PartitionMove] = [
+            PartitionMove(t, p, a, b, d.generation) for t, p, a, b in d.revoked_then_assigned]
+        cooperative_round: int | None = 2 if revoked_then_assigned else None
+        diffable = (base is not None and base.members is not None and d.members is not None
+                    and base.members_from_records and d.members_from_records)
+        if diffable:
+            assert base is not None and base.members is not None and d.members is not None
+            before_ids = {m.member_id for m in base.members}
+            after_ids = {m.member_id for m in d.members}
+            joined, left, kept = sorted(after_ids - before_ids), sorted(before_ids - after_ids), sorted(
+                after_ids & before_ids)
+            changes += _id_changes(base, d, departed)
+            same_naming = base.group_protocol == d.group_protocol or (
+                base.partition_names_resolved and d.partition_names_resolved)
+            if same_naming:
+                old, new = _owners(base.members), _owners(d.members)
+                for tp in sorted(old.keys() | new.keys()):
+                    if old.get(tp) == new.get(tp):
+                        kept_partitions += 1
+                    else:
+                        moves.append(PartitionMove(tp[0], tp[1], old.get(tp), new.get(tp), None))
+                subscribed = {t for m in d.members for t in m.subscribed_topics}
+                revoked = {tp: owner for tp, owner in old.items() if tp not in new and tp[0] in subscribed}
+                if revoked and d.members:
+                    revoked_by[i] = revoked
+                    cooperative_round = 1
+                base_index = drafts.index(base)
+                for tp, first_owner in sorted(revoked_by.get(base_index, {}).items()):
+                    if tp in new:
+                        revoked_then_assigned.append(
+                            PartitionMove(tp[0], tp[1], first_owner, new[tp], base.generation))
+                if base_index in revoked_by and any(tp in new for tp in revoked_by[base_index]):
+                    cooperative_round = 2
+        # --- causes -----------------------------------------------------------------------------------
+        after = previous.settled_at if previous is not None else None
+        until = d.settled_at
+        explaining = cz.window(events, after, until) if (after or until) else []
+        trigger = next((e for e in d.numbered_events
+                        if e.event_type in (ev.REBALANCE_PREPARED, ev.CG_EPOCH_BUMPED)), None)
+        primary, causes, trigger_member = cz.causes_from_logs(trigger, explaining)
+        inferred = False
+        inference: str | None = None
+        if primary is None and d.record_causes:
+            primary, trigger_member = d.record_causes[0]
+            causes = []
+            for c, _ in d.record_causes:
+                if c not in causes:
+                    causes.append(c)
+            inferred = True
+            inference = "from the member records written before the epoch bump"
+        if primary is None:
+            primary, causes, inference = _infer(d, base, previous, joined, left, changes, cooperative_round)
+            inferred = True
+        # Logs alone: the members the explaining lines name.
+        if not diffable:
+            joined = sorted({e.member_id for e in explaining if e.member_id and e.cause_class in cz.JOIN_CAUSES})
+            left = sorted({e.member_id for e in explaining if e.member_id and e.cause_class in cz.LEAVE_CAUSES})
+        evidence = [cz.evidence_of(e) for e in d.numbered_events] + [cz.evidence_of(e) for e in explaining]
+        evidence += d.record_evidence
+        for e in static_events:
+            pair = (e.related_member_id, e.member_id)
+            if not e.member_id or not e.related_member_id:
+                continue
+            owner = next((c for c in changes if (c.old_member_id, c.new_member_id) == pair), None)
+            in_force = e.timestamp is not None and d.settled_at is not None and d.settled_at <= e.timestamp and (
+                d.ended_at is None or e.timestamp < d.ended_at)
+            if owner is not None or (in_force and not any(
+                    (c.old_member_id, c.new_member_id) == pair for r in rows for c in r.member_id_changes)):
+                if owner is None:
+                    changes.append(MemberIdChange(STATIC_RESTART, e.related_member_id, e.member_id,
+                                                  e.group_instance_id, e.client_id, e.host, d.generation,
+                                                  e.timestamp))
+                evidence.append(cz.evidence_of(e))
+        evidence.sort(key=lambda x: (x.at is None, x.at.timestamp() if x.at is not None else 0.0))
+        consumer_row = d.group_protocol == CONSUMER
+        rows.append(GenerationRow(
+            group_id=group_id,
+            group_protocol=d.group_protocol,
+            generation=d.generation,
+            outcome=d.outcome,
+            protocol_type=d.protocol_type,
+            protocol=d.protocol,
+            leader=d.leader,
+            group_epoch=d.group_epoch,
+            target_assignment_epoch=d.target_assignment_epoch,
+            member_count=d.member_count if d.member_count is not None else (
+                len(d.members) if d.members is not None and d.members_from_records else None),
+            members=tuple(d.members or ()),
+            rebalance_started_at=d.started_at,
+            stabilized_at=d.stabilized_at,
+            assignment_stored_at=d.stored_at,
+            ended_at=d.ended_at,
+            ended_by=d.ended_by,
+            rebalance_ms=millis_between(d.started_at, _latest(d.stabilized_at, d.stored_at)),
+            join_ms=millis_between(d.started_at, d.stored_at if consumer_row else d.stabilized_at),
+            sync_ms=millis_between(d.stored_at, d.stabilized_at) if consumer_row
+            else millis_between(d.stabilized_at, d.stored_at),
+            lifetime_ms=millis_between(_latest(d.stabilized_at, d.stored_at), d.ended_at),
+            previous_generation=previous.generation if previous is not None else None,
+            members_joined=tuple(joined),
+            members_left=tuple(left),
+            members_kept=tuple(kept),
+            member_id_changes=tuple(changes),
+            static_restarts=sum(1 for c in changes if c.kind == STATIC_RESTART),
+            partitions_moved=tuple(moves),
+            partitions_kept=kept_partitions,
+            partitions_revoked_then_assigned=tuple(revoked_then_assigned),
+            cooperative_round=cooperative_round,
+            cause=primary,
+            causes=tuple(causes),
+            cause_inferred=inferred,
+            inference=inference,
+            trigger_member_id=trigger_member,
+            evidence=tuple(evidence),
+            from_records=d.from_records,
+            from_logs=d.from_logs,
+            record_offset=d.first_offset,
+            record_count=d.record_count,
+        ))
+        if d.members is not None and d.outcome not in (NEVER_COMPLETED, MISSING):
+            base = d
+    return rows
+
+
+def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None or b is None:
+        return a or b
+    return max(a, b)
+
+
+def _infer(d: Draft, base: Draft | None, previous: Draft | None, joined: list[str], left: list[str],
+           changes: list[MemberIdChange], cooperative_round: int | None) -> tuple[str, list[str], str]:
+    """The cause from the records: see the module docstring of ``causes``."""
+    if d.outcome in (NEVER_COMPLETED, MISSING):
+        return UNKNOWN_CAUSE, [UNKNOWN_CAUSE], (
+            "generation number skipped in the stored records: the round never completed (a member joined or "
+            "left during the sync phase, the leader failed) or its record was lost before archiving"
+            if d.outcome == NEVER_COMPLETED else
+            "group epoch missing from the records (every epoch is written, so the record was lost)")
+    if previous is not None and previous.group_protocol != d.group_protocol:
+        return ev.GROUP_PROTOCOL_MIGRATION, [ev.GROUP_PROTOCOL_MIGRATION], (
+            f"the group changed from the {previous.group_protocol} to the {d.group_protocol} protocol")
+    if base is None or base.members is None or d.members is None:
+        if previous is None and d.generation == 1 or (d.group_protocol == CONSUMER and base is None):
+            return ev.NEW_MEMBER, [ev.NEW_MEMBER], "the group's first generation: its first members joined"
+        return UNKNOWN_CAUSE, [UNKNOWN_CAUSE], "no earlier generation with known members to compare with"
+    static_new = {c.new_member_id for c in changes if c.kind == STATIC_RESTART and c.since_generation != d.generation}
+    static_old = {c.old_member_id for c in changes if c.kind == STATIC_RESTART and c.since_generation != d.generation}
+    real_joined = [m for m in joined if m not in static_new]
+    real_left = [m for m in left if m not in static_old]
+    if real_joined and real_left:
+        return ev.NEW_MEMBER, [ev.NEW_MEMBER, ev.MEMBER_LEFT_CAUSE], (
+            f"members {real_joined} joined and {real_left} left (a leave, a session timeout and a poll timeout "
+            "look the same in the records)")
+    if real_joined:
+        return ev.NEW_MEMBER, [ev.NEW_MEMBER], f"members {real_joined} joined"
+    if real_left or (d.outcome == EMPTY and left):
+        return ev.MEMBER_LEFT_CAUSE, [ev.MEMBER_LEFT_CAUSE], (
+            f"members {real_left} left (a leave, a session timeout and a poll timeout look the same in the "
+            "records)")
+    if static_new:
+        return ev.STATIC_MEMBER_REPLACED_CAUSE, [ev.STATIC_MEMBER_REPLACED_CAUSE], (
+            f"static members restarted with new member ids {sorted(static_new)}")
+    if cooperative_round == 2:
+        return ev.COOPERATIVE_SECOND_ROUND, [ev.COOPERATIVE_SECOND_ROUND], (
+            "same members; partitions revoked in the previous round are assigned in this one")
+    before = {m.member_id: m for m in base.members}
+    if any(before[m.member_id].subscribed_topics != m.subscribed_topics for m in d.members if m.member_id in before):
+        return ev.METADATA_CHANGE, [ev.METADATA_CHANGE], "same members; a subscription changed"
+    if base.protocol != d.protocol:
+        return ev.METADATA_CHANGE, [ev.METADATA_CHANGE], (
+            f"same members; the selected assignor changed from {base.protocol} to {d.protocol}")
+    if _owners(base.members) != _owners(d.members):
+        return ev.METADATA_CHANGE, [ev.METADATA_CHANGE], (
+            "same members and subscriptions, another assignment (topic metadata changed, e.g. partitions added)")
+    return UNKNOWN_CAUSE, [UNKNOWN_CAUSE], "same members, subscriptions and assignment: the records cannot tell why"
