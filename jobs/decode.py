@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from jobs.common.boundary import decode_records
 from jobs.common.delta_io import Tables
+from jobs.common.progress import step
 from schemas import (
     CONSUMER_GROUP_RECORDS,
     DECODE_COVERAGE,
@@ -325,35 +326,60 @@ def run_decode(
     try:
         coverage = decode_coverage_rows(decoded, control_records, run_id).persist(StorageLevel.MEMORY_AND_DISK)
         # One small action: the coverage counts drive the run summary and tell which tables have work.
-        coverage_rows = [
-            (r["cluster"], r["record_type"], r["record_kind"], r["value_version"], r["status"], r["records"])
-            for r in coverage.collect()
-        ]
+        with step("decode new raw_offsets rows (coordinator_core.decode_batch)"):
+            coverage_rows = [
+                (r["cluster"], r["record_type"], r["record_kind"], r["value_version"], r["status"], r["records"])
+                for r in coverage.collect()
+            ]
         records_decoded = sum(r[5] for r in coverage_rows if r[4] != "control")
         errors = sum(r[5] for r in coverage_rows if r[4] == "error")
 
+        # A table with no new rows gets no commit (each Delta commit costs seconds on a small run).
+        present = {(r[1], r[4]) for r in coverage_rows}
+        has_commits = any(t in OFFSET_COMMIT_TYPES and s != "error" for t, s in present)
+        has_group_metadata = any(t == GROUP_METADATA_TYPE and s != "error" for t, s in present)
+        has_other = any(
+            s in ("decoded", "tombstone", "unknown_type") and (t is None or t > GROUP_METADATA_TYPE)
+            for t, s in present
+        )
+        has_controls = any(s == "control" for _, s in present)
+
         # Transactions: new commits resolved against every archived marker of their partitions, and
         # commits still open from earlier runs re-resolved now that new markers may have arrived.
-        new_commits = offset_commit_rows(decoded)
-        has_controls = any(r[4] == "control" for r in coverage_rows)
         markers = transaction_markers(tables.read(RAW_OFFSETS, version=up_to))
-        tables.append(OFFSET_COMMITS, resolve_transactions(new_commits, markers_for(new_commits, markers)))
-        if has_controls:
-            still_open = tables.read(OFFSET_COMMITS, version=tables.version(OFFSET_COMMITS)).where(F.col("transaction_outcome") == TXN_OPEN)
-            now_resolved = resolve_transactions(still_open, markers_for(still_open, markers)).where(
-                F.col("transaction_outcome") != TXN_OPEN
-            )
-            tables.update_columns(
-                OFFSET_COMMITS,
-                now_resolved,
-                ["transaction_outcome", "transaction_marker_offset"],
-                only_if=f"t.transaction_outcome = '{TXN_OPEN}'",
-            )
-
-        tables.append(GROUP_METADATA, group_metadata_rows(decoded))
-        tables.upsert_newer(GROUP_MEMBERS, group_member_rows(decoded), order_column="source_offset")
-        tables.append(CONSUMER_GROUP_RECORDS, consumer_group_record_rows(decoded))
-        tables.append(DECODE_ERRORS, decode_error_rows(decoded))
+        commits_before = tables.version(OFFSET_COMMITS)
+        if has_commits:
+            new_commits = offset_commit_rows(decoded)
+            with step("offset_commits"):
+                tables.append(OFFSET_COMMITS, resolve_transactions(new_commits, markers_for(new_commits, markers)))
+        # Only commits left open by earlier runs can be resolved by this run's markers (this run's own
+        # commits were resolved above against every marker up to now).
+        previously_open = tables.read(OFFSET_COMMITS, version=commits_before).where(
+            F.col("transaction_outcome") == TXN_OPEN
+        )
+        if has_controls and previously_open.limit(1).count() > 0:
+            with step("re-resolve open transactions"):
+                still_open = previously_open
+                now_resolved = resolve_transactions(still_open, markers_for(still_open, markers)).where(
+                    F.col("transaction_outcome") != TXN_OPEN
+                )
+                tables.update_columns(
+                    OFFSET_COMMITS,
+                    now_resolved,
+                    ["transaction_outcome", "transaction_marker_offset"],
+                    only_if=f"t.transaction_outcome = '{TXN_OPEN}'",
+                    target_filter=f"t.transaction_outcome = '{TXN_OPEN}'",
+                )
+        if has_group_metadata:
+            with step("group_metadata, group_members"):
+                tables.append(GROUP_METADATA, group_metadata_rows(decoded))
+                tables.upsert_newer(GROUP_MEMBERS, group_member_rows(decoded), order_column="source_offset")
+        if has_other:
+            with step("consumer_group_records"):
+                tables.append(CONSUMER_GROUP_RECORDS, consumer_group_record_rows(decoded))
+        if errors:
+            with step("decode_errors"):
+                tables.append(DECODE_ERRORS, decode_error_rows(decoded))
         tables.append(DECODE_COVERAGE, coverage)
         coverage.unpersist()
     finally:

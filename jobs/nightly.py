@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 
 from jobs.common.config import Config, load_config
 from jobs.common.delta_io import Tables
+from jobs.common.progress import log
 from jobs.common.session import build_session
 from jobs.decode import DecodeResult, run_decode
 from jobs.ingest import IngestResult, run_ingest_kafka, run_ingest_segments
@@ -51,10 +52,6 @@ from schemas import (
 # archived is valid and will be decoded by the next run), gaps (keyed by where the archive stopped, so
 # recording one twice is impossible) and the commit log itself.
 NOT_ROLLED_BACK = {RAW_OFFSETS.name, HISTORY_GAPS.name, INGEST_RUNS.name}
-
-
-def log(message: str) -> None:
-    print(f"[nightly {dt.datetime.now(dt.timezone.utc):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ class Tables:
 
     def ensure(self, spec: TableSpec) -> None:
         """Create the table from its spec if absent (and register an existing Delta directory)."""
+        if self._has_log(spec) and self.spark.catalog.tableExists(f"{self.database}.{spec.name}"):
+            return  # the common case of every run after the first: two cheap metadata calls
         builder = (
             DeltaTable.createIfNotExists(self.spark)
             .tableName(f"{self.database}.{spec.name}")
@@ -54,10 +56,28 @@ class Tables:
     def delta(self, spec: TableSpec) -> DeltaTable:
         return DeltaTable.forPath(self.spark, self.path(spec))
 
+    def _log_files(self, spec: TableSpec, pattern: str) -> list[str]:
+        jvm = self.spark.sparkContext._jvm  # type: ignore[attr-defined]
+        hadoop_conf = self.spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+        glob = jvm.org.apache.hadoop.fs.Path(f"{self.path(spec)}/_delta_log/{pattern}")
+        statuses = glob.getFileSystem(hadoop_conf).globStatus(glob)
+        return [status.getPath().getName() for status in (statuses or [])]
+
+    def _has_log(self, spec: TableSpec) -> bool:
+        return bool(self._log_files(spec, "00000000000000000000.json"))
+
     def version(self, spec: TableSpec) -> int:
-        """The table's current Delta version."""
-        last = self.delta(spec).history(1).select("version").first()
-        return int(last["version"]) if last is not None else 0
+        """The table's current Delta version: the highest commit file in its log.
+
+        Read from the log directory listing (milliseconds) rather than DeltaTable.history() (a Spark job):
+        the jobs ask for versions of every table at the start and the end of each run. Commit files are
+        kept for the log retention period (30 days by default), far longer than the gap between runs.
+        """
+        names = self._log_files(spec, "*.json")
+        versions = [int(n[:-5]) for n in names if n[:-5].isdigit()]
+        if not versions:
+            raise FileNotFoundError(f"{self.path(spec)} is not a Delta table")
+        return max(versions)
 
     def append(self, spec: TableSpec, rows: DataFrame) -> None:
         """Append rows that already have exactly the table's schema."""
@@ -92,9 +112,17 @@ class Tables:
             .execute()
         )
 
-    def update_columns(self, spec: TableSpec, rows: DataFrame, columns: list[str], only_if: str) -> None:
-        """Set `columns` on existing rows matched by grain, where the SQL condition `only_if` holds."""
+    def update_columns(
+        self, spec: TableSpec, rows: DataFrame, columns: list[str], only_if: str, target_filter: str = ""
+    ) -> None:
+        """Set `columns` on existing rows matched by grain, where the SQL condition `only_if` holds.
+
+        `target_filter` (on `t.` columns only) joins the match condition so Delta can skip every file
+        whose statistics rule it out, instead of scanning the whole table.
+        """
         condition = " AND ".join(f"t.`{c}` = s.`{c}`" for c in spec.grain)
+        if target_filter:
+            condition = f"({target_filter}) AND {condition}"
         (
             self.delta(spec)
             .alias("t")
