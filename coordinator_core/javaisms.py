@@ -8,6 +8,7 @@ every such rule lives here, tested against values computed by the JVM.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -333,3 +334,25 @@ def java_hash_order(
 def topic_partition_key_hash(tp: tuple[str, int]) -> int:
     """`TopicPartition.hashCode()` for a (topic, partition) tuple, for use as a JavaHashMap hash_fn."""
     return topic_partition_hash(tp[0], tp[1])
+
+
+# --------------------------------------------------------------------------------------------------------
+# Sizing expressions Kafka's KIP-848 assignors pass to HashMap/HashSet constructors
+# --------------------------------------------------------------------------------------------------------
+
+
+def _to_float32(x: float) -> float:
+    return float(struct.unpack("<f", struct.pack("<f", x))[0])
+
+
+def float_presized_capacity(expected_size: int) -> int:
+    """`(int) (expected_size / 0.75f + 1)`: the argument the group coordinator's assignors give to
+    `new HashMap<>(n)` / `new HashSet<>(n)` for `expected_size` entries, in *float* arithmetic as javac
+    compiles it (each float operation is rounded to float32; division and addition of two floats done in
+    double and then rounded are exactly the float results). The table is `table_size_for` of the result.
+
+    >>> float_presized_capacity(12), table_size_for(float_presized_capacity(12))
+    (17, 32)
+    """
+    quotient = _to_float32(_to_float32(float(expected_size)) / _to_float32(0.75))
+    return int(_to_float32(quotient + 1.0))

@@ -29,8 +29,17 @@ from coordinator_core.assignors._model import (
     TopicPartition,
     check_unique_members,
 )
+from coordinator_core.assignors._server_spec import (
+    HETEROGENEOUS,
+    HOMOGENEOUS,
+    ConsumerGroupMemberSpec,
+    TargetAssignment,
+    TopicMetadata,
+)
 from coordinator_core.assignors.range import assign_range, assign_range_before_3_5
 from coordinator_core.assignors.roundrobin import assign_roundrobin
+from coordinator_core.assignors.server_range import assign_server_range
+from coordinator_core.assignors.server_uniform import assign_server_uniform
 from coordinator_core.assignors.sticky import StickyRevision, assign_sticky
 from coordinator_core.assignors.userdata import (
     decode_cooperative_user_data,
@@ -134,6 +143,81 @@ def _sticky(cooperative: bool) -> _Impl:
     return run
 
 
+SERVER_ASSIGNOR_MINIMUM_VERSIONS: dict[str, KafkaVersion] = {
+    "server-uniform": (4, 1, 0),
+    "server-range": (4, 3, 1),
+}
+"""The oldest coordinator version whose server assignor the replay reproduces (verified on 4.4.0).
+
+`uniform`: 4.1.0 has KAFKA-18688 (extra slots kept by members that hold them) and the reworked
+heterogeneous builder (KAFKA-17710, 4.0.0); 4.0.0 handed the extra slots to the first members, 3.8/3.9 ran
+a port of the client sticky algorithm for heterogeneous groups. `range`: stateless since 3.9.0
+(KAFKA-16944), but a revision before 4.3.1 also put empty sets into the result and presized the member
+maps differently, which changes a member's topic order; 3.6-3.8 was a sticky range.
+"""
+
+
+def server_inputs(
+    partitions_per_topic: Mapping[str, int],
+    subscriptions: Sequence[MemberSubscription],
+    topic_ids: Mapping[str, str],
+    partition_racks: PartitionRacks | None = None,
+) -> tuple[list[ConsumerGroupMemberSpec], dict[str, TopicMetadata]]:
+    """The KIP-848 inputs behind the name-based `assign` arguments.
+
+    A subscribed topic missing from `partitions_per_topic` is absent from the metadata image (the
+    coordinator drops it); one with 0 partitions exists and has none. `owned_partitions` is the member's
+    previous *target* assignment, grouped by topic in the order the topics first appear (the order of its
+    ConsumerGroupTargetAssignmentMember record), partitions in the order given.
+    """
+    subscribed = {t for m in subscriptions for t in m.topics}
+    topics: dict[str, TopicMetadata] = {}
+    for name, count in partitions_per_topic.items():
+        if name not in topic_ids:
+            if name in subscribed:
+                raise ValueError(f"topic_ids has no id for the subscribed topic {name!r}")
+            continue
+        racks = None
+        if partition_racks is not None:
+            racks = [tuple(partition_racks.get((name, p), ())) for p in range(count)]
+        topics[name] = TopicMetadata(topic_ids[name], count, racks)
+    members: list[ConsumerGroupMemberSpec] = []
+    for m in subscriptions:
+        record: dict[str, list[int]] = {}
+        for topic, partition in m.owned_partitions:
+            if topic not in topic_ids:
+                raise ValueError(f"topic_ids has no id for topic {topic!r} of {m.member_id}'s target assignment")
+            record.setdefault(topic_ids[topic], []).append(partition)
+        members.append(ConsumerGroupMemberSpec(m.member_id, list(m.topics), record, m.group_instance_id, m.rack))
+    return members, topics
+
+
+def _server(name: str, run_assignor: Callable[..., TargetAssignment]) -> _Impl:
+    def run(
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Sequence[MemberSubscription],
+        v: KafkaVersion,
+        partition_racks: PartitionRacks | None,
+        context: Mapping[str, Any],
+    ) -> Assignment:
+        minimum = SERVER_ASSIGNOR_MINIMUM_VERSIONS[name]
+        if v < minimum:
+            raise UnsupportedKafkaVersion(
+                f"{name} before Kafka {'.'.join(map(str, minimum))} (got {'.'.join(map(str, v))}) is a different "
+                "revision, not implemented (see SERVER_ASSIGNOR_MINIMUM_VERSIONS)"
+            )
+        topic_ids = context.get("topic_ids")
+        if topic_ids is None:
+            raise ValueError(f"{name} needs topic_ids= (topic name -> Kafka Uuid): topic ids decide its results")
+        members, topics = server_inputs(partitions_per_topic, subscriptions, topic_ids, partition_racks)
+        result = run_assignor(members, topics, subscription_type=context.get("subscription_type"))
+        names = {metadata.topic_id: topic for topic, metadata in topics.items()}
+        names.update((topic_id, topic) for topic, topic_id in topic_ids.items() if topic_id not in names)
+        return {m: [(names[t], p) for t, ps in tps.items() for p in ps] for m, tps in result.items()}
+
+    return run
+
+
 _Impl = Callable[
     [Mapping[str, int], Sequence[MemberSubscription], KafkaVersion, "PartitionRacks | None", Mapping[str, Any]],
     Assignment,
@@ -144,6 +228,8 @@ ASSIGNORS: dict[str, _Impl] = {
     "roundrobin": _roundrobin,
     "sticky": _sticky(cooperative=False),
     "cooperative-sticky": _sticky(cooperative=True),
+    "server-uniform": _server("server-uniform", assign_server_uniform),
+    "server-range": _server("server-range", assign_server_range),
 }
 
 
@@ -166,7 +252,10 @@ def assign(
         subscriptions: the members in JoinGroup order (the order of the GroupMetadata record's members).
         kafka_version: the leader client's (classic) or the coordinator's (KIP-848) Kafka version.
         partition_racks: (topic, partition) -> racks of its replicas, for rack-aware assignment (3.5+).
-        context: extra inputs some assignors need (``topic_ids`` for the server assignors).
+        context: extra inputs some assignors need: the server assignors need ``topic_ids`` (topic name ->
+            Uuid string) and accept ``subscription_type`` (HOMOGENEOUS/HETEROGENEOUS) to override the one
+            computed from the topic names; for them ``owned_partitions`` is the previous target assignment
+            and ``subscriptions`` are in the coordinator's member insertion order.
 
     Returns:
         member id -> assigned partitions, for every member, in the order Kafka lists them.
@@ -181,6 +270,12 @@ def assign(
 
 __all__ = [
     "ASSIGNORS",
+    "HETEROGENEOUS",
+    "HOMOGENEOUS",
+    "SERVER_ASSIGNOR_MINIMUM_VERSIONS",
+    "ConsumerGroupMemberSpec",
+    "TargetAssignment",
+    "TopicMetadata",
     "NEWEST_KAFKA_VERSION",
     "Assignment",
     "AssignorError",
@@ -193,11 +288,14 @@ __all__ = [
     "assign_range",
     "assign_range_before_3_5",
     "assign_roundrobin",
+    "assign_server_range",
+    "assign_server_uniform",
     "assign_sticky",
     "decode_cooperative_user_data",
     "decode_sticky_user_data",
     "encode_cooperative_user_data",
     "encode_sticky_user_data",
     "parse_kafka_version",
+    "server_inputs",
     "sticky_revision",
 ]
