@@ -311,6 +311,16 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
         primary, causes, trigger_member = cz.causes_from_logs(trigger, explaining)
         inferred = False
         inference: str | None = None
+        if primary == ev.METADATA_CHANGE and (cooperative_round == 2 or (
+                trigger is not None and "need to revoke partitions" in (trigger.reason or ""))):
+            # "Updating metadata for member ...; client reason: need to revoke partitions ...": the member
+            # rejoins for the second round of a cooperative rebalance, not for a metadata change.
+            causes = [c for c in causes if c not in (ev.METADATA_CHANGE, ev.COOPERATIVE_SECOND_ROUND)]
+            primary = ev.COOPERATIVE_SECOND_ROUND
+            causes.insert(0, primary)
+        if primary is None and previous is not None and previous.group_protocol != d.group_protocol:
+            primary, causes, inferred = ev.GROUP_PROTOCOL_MIGRATION, [ev.GROUP_PROTOCOL_MIGRATION], True
+            inference = f"the group changed from the {previous.group_protocol} to the {d.group_protocol} protocol"
         if primary is None and d.record_causes:
             primary, trigger_member = d.record_causes[0]
             causes = []
@@ -323,9 +333,12 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
             primary, causes, inference = _infer(d, base, previous, joined, left, changes, cooperative_round)
             inferred = True
         # Logs alone: the members the explaining lines name.
-        if not diffable:
-            joined = sorted({e.member_id for e in explaining if e.member_id and e.cause_class in cz.JOIN_CAUSES})
-            left = sorted({e.member_id for e in explaining if e.member_id and e.cause_class in cz.LEAVE_CAUSES})
+        if base is None and d.members_from_records and d.members and d.generation == 1:
+            joined = sorted(m.member_id for m in d.members)   # a new group: everyone joined
+        if not diffable and not d.members_from_records:
+            naming = explaining + ([trigger] if trigger is not None else [])
+            joined = sorted({e.member_id for e in naming if e.member_id and e.cause_class in cz.JOIN_CAUSES})
+            left = sorted({e.member_id for e in naming if e.member_id and e.cause_class in cz.LEAVE_CAUSES})
         evidence = [cz.evidence_of(e) for e in d.numbered_events] + [cz.evidence_of(e) for e in explaining]
         evidence += d.record_evidence
         for e in static_events:
@@ -407,10 +420,8 @@ def _infer(d: Draft, base: Draft | None, previous: Draft | None, joined: list[st
             "generation number skipped in the stored records: the round never completed (a member joined or "
             "left during the sync phase, the leader failed) or its record was lost before archiving"
             if d.outcome == NEVER_COMPLETED else
-            "group epoch missing from the records (every epoch is written, so the record was lost)")
-    if previous is not None and previous.group_protocol != d.group_protocol:
-        return ev.GROUP_PROTOCOL_MIGRATION, [ev.GROUP_PROTOCOL_MIGRATION], (
-            f"the group changed from the {previous.group_protocol} to the {d.group_protocol} protocol")
+            "group epoch never seen although later ones were (every epoch bump is written and logged, so "
+            "this one's record or line was lost)")
     if base is None or base.members is None or d.members is None:
         if previous is None and d.generation == 1 or (d.group_protocol == CONSUMER and base is None):
             return ev.NEW_MEMBER, [ev.NEW_MEMBER], "the group's first generation: its first members joined"
