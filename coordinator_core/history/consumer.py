@@ -91,12 +91,14 @@ class ConsumerGroupReader:
                     self.draft.stored_at = record_time(record)
         elif kind == "consumer_group_target_assignment_member":
             if rec.value is None:
+                self._end_epoch()
                 self.target.pop(rec.key.member_id, None)
             else:
                 self.target[rec.key.member_id] = rec.value.topic_partitions
         elif kind == "consumer_group_current_member_assignment":
             self._current_assignment(record)
         elif kind == "consumer_group_regular_expression" and rec.value is not None:
+            self._end_epoch()
             self.pending_causes.append((ev.METADATA_CHANGE, None))
             self.pending_evidence.append(_record_evidence(
                 record, f"regular expression {rec.key.regular_expression!r} resolved to {list(rec.value.topics)}",
@@ -106,6 +108,8 @@ class ConsumerGroupReader:
         rec = record.record
         member_id = rec.key.member_id
         if rec.value is None:
+            if member_id in self.members:
+                self._end_epoch()
             if self.members.pop(member_id, None) is not None:
                 self.pending_causes.append((ev.MEMBER_LEFT_CAUSE, member_id))
                 self.pending_evidence.append(_record_evidence(
@@ -113,6 +117,9 @@ class ConsumerGroupReader:
             return
         value: ConsumerGroupMemberMetadataValue = rec.value
         old = self.members.get(member_id)
+        if old is None or (old.subscribed_topic_names, old.subscribed_topic_regex) != (
+                value.subscribed_topic_names, value.subscribed_topic_regex):
+            self._end_epoch()
         if old is None:
             self.pending_causes.append((ev.NEW_MEMBER, member_id))
             self.pending_evidence.append(_record_evidence(record, "member joined", member_id, ev.NEW_MEMBER))
@@ -124,20 +131,25 @@ class ConsumerGroupReader:
                 f"{list(value.subscribed_topic_names)}", member_id, ev.METADATA_CHANGE))
         self.members[member_id] = value
 
+    def _end_epoch(self) -> None:
+        """A membership or subscription change starts the records of the next epoch: the current epoch's
+        members are final now (the coordinator writes a leaving member's tombstones, or a joining member's
+        record, just before the bump)."""
+        if self.draft is not None:
+            self._close()
+
     def _group_epoch(self, record: GroupRecord) -> None:
         rec = record.record
         if rec.value is None:
-            if self.draft is not None:
-                self._close()
+            self._end_epoch()
+            if self.drafts and self.drafts[-1].ended_by is None:
                 last = self.drafts[-1]
                 last.ended_at, last.ended_by = record_time(record), ENDED_BY_GROUP_DELETED
-            self.draft = None
             return
         epoch = rec.value.epoch
         if self.draft is not None and self.draft.generation == epoch:
             return
-        if self.draft is not None:
-            self._close()
+        self._end_epoch()
         self.draft = Draft(group_protocol=CONSUMER, generation=epoch, outcome=STABLE, protocol_type="consumer",
                            group_epoch=epoch, started_at=record_time(record), first_offset=record.offset,
                            record_count=1, from_records=True, members_from_records=True)
@@ -149,6 +161,7 @@ class ConsumerGroupReader:
         rec = record.record
         member_id = rec.key.member_id
         if rec.value is None:
+            self._end_epoch()
             self.current.pop(member_id, None)
             return
         value: ConsumerGroupCurrentMemberAssignmentValue = rec.value

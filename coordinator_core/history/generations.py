@@ -303,9 +303,9 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
                 if base_index in revoked_by and any(tp in new for tp in revoked_by[base_index]):
                     cooperative_round = 2
         # --- causes -----------------------------------------------------------------------------------
-        after = previous.settled_at if previous is not None else None
+        after = next((p.settled_at for p in reversed(drafts[:i]) if p.settled_at is not None), None)
         until = d.settled_at
-        explaining = cz.window(events, after, until) if (after or until) else []
+        explaining = cz.window(events, after, until) if until is not None else []
         trigger = next((e for e in d.numbered_events
                         if e.event_type in (ev.REBALANCE_PREPARED, ev.CG_EPOCH_BUMPED)), None)
         primary, causes, trigger_member = cz.causes_from_logs(trigger, explaining)
@@ -339,8 +339,8 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
             naming = explaining + ([trigger] if trigger is not None else [])
             joined = sorted({e.member_id for e in naming if e.member_id and e.cause_class in cz.JOIN_CAUSES})
             left = sorted({e.member_id for e in naming if e.member_id and e.cause_class in cz.LEAVE_CAUSES})
-        evidence = [cz.evidence_of(e) for e in d.numbered_events] + [cz.evidence_of(e) for e in explaining]
-        evidence += d.record_evidence
+        evidence = [cz.evidence_of(e) for e in explaining] + d.record_evidence
+        evidence += [cz.evidence_of(e) for e in d.numbered_events]
         for e in static_events:
             pair = (e.related_member_id, e.member_id)
             if not e.member_id or not e.related_member_id:

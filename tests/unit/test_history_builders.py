@@ -72,8 +72,9 @@ def group_tombstone(offset: int, seconds: float, group: str = GROUP) -> GroupRec
     return gr(offset, seconds, Record(2, m.GroupMetadataKey(group), None, None))
 
 
-def commit(offset: int, seconds: float, topic: str, partition: int, committed: int, *, expire_seconds: float | None = None,
-           outcome: str | None = None, group: str = GROUP, metadata: str = "") -> GroupRecord:
+def commit(offset: int, seconds: float, topic: str, partition: int, committed: int, *,
+           expire_seconds: float | None = None, outcome: str | None = None, group: str = GROUP,
+           metadata: str = "") -> GroupRecord:
     if expire_seconds is not None:
         value = m.OffsetCommitValue(committed, -1, metadata, ms(seconds), ms(expire_seconds), None)
         return gr(offset, seconds, Record(1, m.OffsetCommitKey(group, topic, partition), 1, value), outcome)
@@ -97,9 +98,9 @@ def cg_topics(offset: int, seconds: float, topics: dict[str, tuple[str, int]], g
     return gr(offset, seconds, Record(4, m.GroupIdKey(group), 0, value))
 
 
-def cg_member(offset: int, seconds: float, member_id: str, client_id: str | None, *, topics: Sequence[str] = ("orders",),
-              instance: str | None = None, host: str = "/10.0.0.1", assignor: str | None = None,
-              group: str = GROUP) -> GroupRecord:
+def cg_member(offset: int, seconds: float, member_id: str, client_id: str | None, *,
+              topics: Sequence[str] = ("orders",), instance: str | None = None, host: str = "/10.0.0.1",
+              assignor: str | None = None, group: str = GROUP) -> GroupRecord:
     if client_id is None:
         return gr(offset, seconds, Record(5, m.GroupMemberKey(group, member_id), None, None))
     value = m.ConsumerGroupMemberMetadataValue(instance, None, client_id, host, tuple(topics), None, 300000, assignor,
