@@ -154,9 +154,11 @@ def _group_section(data: ReportData, cluster: str, group_id: str, index: int) ->
         parts.append(_figure_html(fig, f"{anchor}-gantt"))
     fig = px.bar(gens, x="generation", y="duration_seconds", color="cause", color_discrete_map=_colour_map(causes),
                  hover_data=["started_at", "cause_inferred"], title="Rebalance duration per generation (seconds)")
+    fig.update_layout(height=320)
     parts.append(_figure_html(fig, f"{anchor}-durations"))
     fig = px.bar(gens, x="generation", y="partitions_moved", color="cause", color_discrete_map=_colour_map(causes),
                  title="Partitions moved per rebalance")
+    fig.update_layout(height=320)
     parts.append(_figure_html(fig, f"{anchor}-movement"))
     parts.append("</section>")
     return "".join(parts)
