@@ -15,7 +15,9 @@ def sample_report_data() -> ReportData:
     gens = []
     for g in range(1, 7):  # orders: a member crash-looping every 2 minutes
         start = T0 + dt.timedelta(minutes=2 * g)
-        members = ["orders-worker@/10.0.0.5", "orders-worker@/10.0.0.6"] + (["orders-worker@/10.0.0.7"] if g % 2 else [])
+        members = ["orders-worker@/10.0.0.5", "orders-worker@/10.0.0.6"]
+        if g % 2:
+            members.append("orders-worker@/10.0.0.7")
         gens.append({"cluster": "prod", "group_id": "orders", "generation": g, "started_at": start,
                      "ended_at": start + dt.timedelta(minutes=2), "duration_seconds": 14.0 + g,
                      "cause": "new_member" if g % 2 else "session_timeout", "cause_inferred": False,
@@ -50,8 +52,9 @@ def sample_report_data() -> ReportData:
     whatif = pd.DataFrame([
         {"cluster": "prod", "group_id": "orders", "assignor": a, "static_membership": s, "partitions_moved": moved,
          "paused_partitions": paused}
-        for a, s, moved, paused in [("range", False, 24, 72), ("range", True, 0, 0), ("cooperative-sticky", False, 12, 12),
-                                    ("cooperative-sticky", True, 0, 0), ("roundrobin", False, 30, 72)]
+        for a, s, moved, paused in [("range", False, 24, 72), ("range", True, 0, 0),
+                                    ("cooperative-sticky", False, 12, 12), ("cooperative-sticky", True, 0, 0),
+                                    ("roundrobin", False, 30, 72)]
     ])
     return ReportData(fleet, storms, pd.DataFrame(gens), whatif, generated_at=T0 + dt.timedelta(hours=1),
                       source="hand-made test data")
