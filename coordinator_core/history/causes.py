@@ -18,6 +18,7 @@ protocol: ``group_protocol_migration``; nothing different: ``unknown``.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -52,19 +53,18 @@ def evidence_of(event: CoordinatorEvent) -> Evidence:
                     line_number=event.line_number, message=event.message)
 
 
-def window(events: Sequence[CoordinatorEvent], after: datetime | None, until: datetime | None
-           ) -> list[CoordinatorEvent]:
-    """Explaining events with ``after < timestamp <= until`` (an open bound when None)."""
-    out = []
-    for e in events:
-        if e.event_type not in EXPLAINING_EVENTS or e.timestamp is None:
-            continue
-        if after is not None and e.timestamp <= after:
-            continue
-        if until is not None and e.timestamp > until:
-            continue
-        out.append(e)
-    return out
+class ExplainingEvents:
+    """The explaining events of a group in time order, cut into windows by binary search."""
+
+    def __init__(self, events: Sequence[CoordinatorEvent]) -> None:
+        self.events = [e for e in events if e.event_type in EXPLAINING_EVENTS and e.timestamp is not None]
+        self.times: list[datetime] = [e.timestamp for e in self.events if e.timestamp is not None]
+
+    def window(self, after: datetime | None, until: datetime | None) -> list[CoordinatorEvent]:
+        """Events with ``after < timestamp <= until`` (an open bound when None)."""
+        start = bisect_right(self.times, after) if after is not None else 0
+        end = bisect_right(self.times, until) if until is not None else len(self.times)
+        return self.events[start:end]
 
 
 def causes_from_logs(trigger: CoordinatorEvent | None, explaining: Sequence[CoordinatorEvent]

@@ -256,7 +256,10 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
         d.ended_by = ENDED_BY_PROTOCOL_CHANGE if nxt.group_protocol != d.group_protocol else ENDED_BY_NEXT_GENERATION
 
     static_events = [e for e in events if e.event_type in (ev.STATIC_MEMBER_REPLACED, ev.CG_STATIC_MEMBER_REPLACED)]
+    explaining_events = cz.ExplainingEvents(events)
     rows: list[GenerationRow] = []
+    base_index = -1
+    last_settled: datetime | None = None
     departed: dict[tuple[str | None, str | None], tuple[str, int]] = {}
     base: Draft | None = None
     revoked_by: dict[int, dict[tuple[str, int], str]] = {}   # draft index -> partition -> owner before
@@ -295,7 +298,6 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
                 if revoked and d.members:
                     revoked_by[i] = revoked
                     cooperative_round = 1
-                base_index = drafts.index(base)
                 for tp, first_owner in sorted(revoked_by.get(base_index, {}).items()):
                     if tp in new:
                         revoked_then_assigned.append(
@@ -303,9 +305,10 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
                 if base_index in revoked_by and any(tp in new for tp in revoked_by[base_index]):
                     cooperative_round = 2
         # --- causes -----------------------------------------------------------------------------------
-        after = next((p.settled_at for p in reversed(drafts[:i]) if p.settled_at is not None), None)
+        after = last_settled
         until = d.settled_at
-        explaining = cz.window(events, after, until) if until is not None else []
+        last_settled = d.settled_at or last_settled
+        explaining = explaining_events.window(after, until) if until is not None else []
         trigger = next((e for e in d.numbered_events
                         if e.event_type in (ev.REBALANCE_PREPARED, ev.CG_EPOCH_BUMPED)), None)
         primary, causes, trigger_member = cz.causes_from_logs(trigger, explaining)
@@ -402,7 +405,7 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
             record_count=d.record_count,
         ))
         if d.members is not None and d.outcome not in (NEVER_COMPLETED, MISSING):
-            base = d
+            base, base_index = d, i
     return rows
 
 

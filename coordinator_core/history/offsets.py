@@ -129,7 +129,7 @@ def offset_history(
         rows.append(_row(gid, STALLED, topic=tp[0], partition=tp[1], at=run.first_at, ended_at=run.last_at,
                          record_offset=run.first_record_offset, offset=run.offset, commit_count=run.count,
                          duration_ms=duration, generation=run.generation, group_members=run.members,
-                         metadata=run.metadata, explanation=(
+                         metadata=run.metadata, inferred=False, explanation=(
                              f"{run.count} commits of offset {run.offset} over {duration} ms in generation "
                              f"{run.generation} while the group had {run.members} member(s)")))
 
