@@ -264,6 +264,22 @@ class JavaHashMap:
         self._order = None
         return True
 
+    def compute_if_absent(self, key: Any) -> bool:
+        """`computeIfAbsent(key, ...)` on a key that may already be present: True if it was added.
+
+        JDK 17's `computeIfAbsent` resizes *first* whenever the map is over its threshold, even when the
+        key is already there, then links a new key at the head of its bucket (`add_at_head`). A map
+        filled by `computeIfAbsent` only never resizes after an insertion, so it can sit over its
+        threshold until the next call: a later call with a key already present still doubles the table
+        and can reorder the keys. (E.g. two topics in one bucket of a 2-slot table, then a third call
+        for either: Java splits them by the next hash bit.)
+        """
+        if len(self._seq) > int(self._cap * 0.75):
+            self._resize()
+        if key in self._seq:
+            return False
+        return self.add_at_head(key)
+
     def discard(self, key: Any) -> bool:
         """`remove`: True if the key was present."""
         if key not in self._seq:

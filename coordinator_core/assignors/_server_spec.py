@@ -141,13 +141,11 @@ class JavaPartitionsMap:
         self.sets[topic_id] = partitions
 
     def compute_if_absent(self, topic_id: str, initial_capacity: int = 16) -> JavaHashMap:
-        """`computeIfAbsent(topicId, __ -> new HashSet<>(initial_capacity))`: a new key goes to the head of
-        its bucket."""
-        existing = self.sets.get(topic_id)
-        if existing is not None:
-            return existing
+        """`computeIfAbsent(topicId, __ -> new HashSet<>(initial_capacity))` (see
+        `JavaHashMap.compute_if_absent`: it may resize even when the topic is already there)."""
+        if not self.topics.compute_if_absent(topic_id):
+            return self.sets[topic_id]
         created = JavaHashMap(integer_hash, initial_capacity)
-        self.topics.add_at_head(topic_id)
         self.sets[topic_id] = created
         return created
 
