@@ -215,14 +215,21 @@ def offset_history(
 
 
 def _converted(records: Sequence[GroupRecord], index: int, kind: str) -> bool:
-    """A group tombstone followed by the other protocol's records is a protocol conversion, not a
-    deletion."""
+    """A group tombstone next to the other protocol's records is a protocol conversion, not a deletion:
+    the other protocol's records follow it, or were written in the same moment just before it."""
     other = CONSUMER_GROUP_KINDS if kind == "group_metadata" else {"group_metadata"}
     for later in records[index + 1:]:
         if later.record.kind in other and later.record.value is not None:
             return True
         if later.record.kind == kind:
-            return False
+            break
+    at = record_time(records[index])
+    for earlier in reversed(records[:index]):
+        earlier_at = record_time(earlier)
+        if at is None or earlier_at is None or at - earlier_at > TOMBSTONE_MATCH:
+            break
+        if earlier.record.kind in other and earlier.record.value is not None:
+            return True
     return False
 
 

@@ -446,3 +446,11 @@ def test_inputs_in_any_order_and_plain_tuples() -> None:
 
 def test_no_input_no_rows() -> None:
     assert group_history([], []) == []
+
+
+def test_history_that_starts_late_does_not_guess_the_first_cause() -> None:
+    """Generations 1-7 were compacted before archiving: nothing says why 8 happened, and no gap rows are
+    invented before it."""
+    rows = group_history([generation(0, 10.0, 8, [member(M1, C1, assigned=[("orders", 0)])])])
+    assert [(r.generation, r.cause, r.causes, r.cause_inferred, r.members_joined, r.inference) for r in rows] == [
+        (8, "unknown", ("unknown",), True, (), "no earlier generation with known members to compare with")]

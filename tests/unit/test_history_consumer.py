@@ -216,3 +216,27 @@ def test_classic_to_consumer_protocol_upgrade() -> None:
                 converted.partitions_moved, converted.partitions_kept, converted.previous_generation) == (
             (), (), (A, B), (), 2, 2)
         assert (rows[3].members_joined, rows[3].members_kept, rows[3].stabilized_at) == ((C,), (A, B), at(40.3))
+
+
+def test_consumer_to_classic_downgrade() -> None:
+    """The last consumer-protocol member leaves a converted group that still has a classic member: the
+    group goes back to the classic protocol (its consumer records are deleted, a classic generation is
+    stored)."""
+    records = [
+        cg_member(1, 10.0, A, "client-a"),
+        cg_member(2, 10.0, B, "client-b"),
+        cg_epoch(3, 10.0, 5),
+        cg_topics(4, 10.0, {T1: ("orders", 2)}),
+        cg_current(5, 10.0, A, 5, 4, 0, {T1: [0]}),
+        cg_current(6, 10.0, B, 5, 4, 0, {T1: [1]}),
+        tombstone(7, 20.0, 8, B),
+        cg_member(8, 20.0, B, None),
+        cg_epoch(9, 20.0, None),
+        generation(10, 20.0, 6, [member(A, "client-a", assigned=[("orders", 0), ("orders", 1)])]),
+    ]
+    rows = group_history(records)
+    assert [(r.group_protocol, r.generation, r.ended_by, r.cause, r.members_left, r.members_kept,
+             r.partitions_moved) for r in rows] == [
+        (CONSUMER, 5, "protocol_change", ev.NEW_MEMBER, (), (), ()),
+        ("classic", 6, None, ev.GROUP_PROTOCOL_MIGRATION, (B,), (A,), (PartitionMove("orders", 1, B, A, None),)),
+    ]

@@ -136,3 +136,14 @@ def test_kip848_group_empty_epoch_and_protocol_conversion_is_no_deletion() -> No
     rows = offset_history(records)
     assert [fields(r) for r in rows] == [
         (NON_MEMBER_COMMIT, "orders", 0, at(50), 7, 3, 10, -7, None, None, 2, 0, True)]
+
+
+def test_classic_tombstone_written_after_the_consumer_records_is_a_conversion() -> None:
+    records = [
+        generation(0, 10.0, 1, [member(M1, "c1", assigned=[("orders", 0)])]),
+        cg_member(1, 20.0, M1, "c1"),
+        cg_epoch(2, 20.0, 1),
+        group_tombstone(3, 20.0),
+    ]
+    assert offset_history(records) == []
+    assert [r.kind for r in offset_history(records[:1] + [group_tombstone(1, 20.0)])] == [GROUP_DELETED]
