@@ -7,6 +7,7 @@ cases. SERVER_ORACLE_CASES (default 5000) cases per assignor, all through one JV
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -19,13 +20,11 @@ from coordinator_core.assignors import (
     HETEROGENEOUS,
     HOMOGENEOUS,
     AssignorError,
-    assign,
     assign_server_range,
     assign_server_uniform,
 )
-from coordinator_core.assignors import MemberSubscription as Member
 from tests.oracle.assignor_jvm import classpath, jars_available
-from tests.oracle.server_random_cases import ServerCase, random_server_case, random_uuid
+from tests.oracle.server_random_cases import ServerCase, random_server_case
 
 pytestmark = pytest.mark.oracle
 
@@ -36,8 +35,6 @@ RUNNERS = {"uniform": assign_server_uniform, "range": assign_server_range}
 
 
 def _run_kafka(cases: dict[int, ServerCase]) -> dict[int, dict[str, Any]]:
-    import json
-
     payload = "\n".join(c.to_json(cid) for cid, c in cases.items()) + "\n"
     proc = subprocess.run(
         ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx512m", "-cp", classpath(JAR_SET),
@@ -111,25 +108,3 @@ def test_identical_to_kafka(oracle_run: tuple[dict[int, ServerCase], dict[int, d
     # and Java's hash order, not a sorted order, must be what is compared
     assert unsorted_members >= checked // 10
 
-
-def test_name_based_assign_matches_the_id_based_result() -> None:
-    """`assign("server-uniform", ...)` (topic names, owned partitions as the previous target) is the same
-    replay as the id-level function, flattened to (topic, partition) in Kafka's order."""
-    rng = random.Random(7)
-    ids = {"topic1": random_uuid(rng), "topic2": random_uuid(rng), "gone": random_uuid(rng)}
-    members = [
-        Member("m1", ["topic1", "topic2"], owned_partitions=[("topic2", 3), ("topic1", 0), ("gone", 1)]),
-        Member("m2", ["topic2", "topic1", "nowhere"], owned_partitions=[("topic1", 1), ("topic2", 0)]),
-        Member("m3", ["topic1"], group_instance_id="i-3"),
-    ]
-    counts = {"topic1": 5, "topic2": 4}
-    for name, runner in (("server-uniform", assign_server_uniform), ("server-range", assign_server_range)):
-        flat = assign(name, counts, members, topic_ids=ids)
-        from coordinator_core.assignors import server_inputs
-
-        specs, topics = server_inputs(counts, members, ids)
-        by_id = runner(specs, topics)
-        names = {v: k for k, v in ids.items()}
-        assert flat == {m: [(names[t], p) for t, ps in tps.items() for p in ps] for m, tps in by_id.items()}
-        assert sorted(p for ps in flat.values() for p in ps) == sorted(
-            (t, p) for t, n in counts.items() for p in range(n))
