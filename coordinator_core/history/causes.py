@@ -34,6 +34,8 @@ EXPLAINING_EVENTS = frozenset({
     ev.CG_MEMBER_JOINED, ev.CG_MEMBER_LEFT, ev.CG_MEMBER_FENCED, ev.CG_CONVERTED,
 })
 
+_LOADS = frozenset({ev.GROUP_LOADED, ev.OFFSETS_LOADED})
+
 #: Causes that say nothing about why (another member started the round) and are left out of ``causes``.
 _UNINFORMATIVE = frozenset({ev.REBALANCE_IN_PROGRESS})
 
@@ -61,10 +63,17 @@ class ExplainingEvents:
         self.times: list[datetime] = [e.timestamp for e in self.events if e.timestamp is not None]
 
     def window(self, after: datetime | None, until: datetime | None) -> list[CoordinatorEvent]:
-        """Events with ``after < timestamp <= until`` (an open bound when None)."""
+        """Events with ``after < timestamp <= until`` (an open bound when None).
+
+        With no lower bound (the group's first row) partition loads are left out: a coordinator that loaded
+        the partition before the group existed did not rebalance it.
+        """
         start = bisect_right(self.times, after) if after is not None else 0
         end = bisect_right(self.times, until) if until is not None else len(self.times)
-        return self.events[start:end]
+        found = self.events[start:end]
+        if after is None:
+            found = [e for e in found if e.event_type not in _LOADS]
+        return found
 
 
 def causes_from_logs(trigger: CoordinatorEvent | None, explaining: Sequence[CoordinatorEvent]

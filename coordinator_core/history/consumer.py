@@ -178,10 +178,15 @@ class ConsumerGroupReader:
                             (entry.topic_id or "", p, previous_owner, member_id))
         self.current[member_id] = value
         draft = self.draft
-        if draft is not None and draft.stabilized_at is None and self.members and all(
+        if draft is not None and draft.stabilized_at is None and all(
                 (c := self.current.get(m)) is not None and c.member_epoch == draft.generation
-                and c.state == _STABLE_STATE for m in self.members):
+                and c.state == _STABLE_STATE for m in self._member_ids()):
             draft.stabilized_at = record_time(record)
+
+    def _member_ids(self) -> list[str]:
+        """Members known by their metadata record or by their current assignment (a member whose
+        metadata record was lost or could not be decoded still shows through its assignment)."""
+        return sorted(set(self.members) | set(self.current))
 
     # -- output ----------------------------------------------------------------------------------------
     def topic(self, topic_id: str | None) -> str:
@@ -199,16 +204,16 @@ class ConsumerGroupReader:
         draft = self.draft
         assert draft is not None
         members = []
-        for member_id in sorted(self.members):
-            meta = self.members[member_id]
+        for member_id in self._member_ids():
+            meta = self.members.get(member_id)
             current = self.current.get(member_id)
-            classic = meta.classic_member_metadata
+            classic = meta.classic_member_metadata if meta else None
             members.append(GenerationMember(
                 member_id=member_id,
-                group_instance_id=meta.instance_id,
-                client_id=meta.client_id,
-                client_host=meta.client_host.lstrip("/"),
-                subscribed_topics=tuple(meta.subscribed_topic_names),
+                group_instance_id=meta.instance_id if meta else None,
+                client_id=meta.client_id if meta else None,
+                client_host=meta.client_host.lstrip("/") if meta else None,
+                subscribed_topics=tuple(meta.subscribed_topic_names) if meta else (),
                 assigned_partitions=self._partitions(current.assigned_partitions) if current else (),
                 owned_partitions=(),
                 target_partitions=self._partitions(self.target.get(member_id, ())),
@@ -217,7 +222,7 @@ class ConsumerGroupReader:
                 member_epoch=current.member_epoch if current else None,
                 previous_member_epoch=current.previous_member_epoch if current else None,
                 member_state=MEMBER_STATES.get(current.state, str(current.state)) if current else None,
-                rebalance_timeout_ms=meta.rebalance_timeout_ms if meta.rebalance_timeout_ms >= 0 else None,
+                rebalance_timeout_ms=meta.rebalance_timeout_ms if meta and meta.rebalance_timeout_ms >= 0 else None,
                 session_timeout_ms=classic.session_timeout_ms if classic else None,
             ))
         draft.members = members
@@ -236,12 +241,26 @@ class ConsumerGroupReader:
         return self.drafts
 
 
-#: KIP-848 broker lines numbered with the group epoch.
+def _logged_member(member_id: str) -> GenerationMember:
+    return GenerationMember(member_id=member_id, group_instance_id=None, client_id=None, client_host=None,
+                            subscribed_topics=(), assigned_partitions=(), owned_partitions=(), target_partitions=(),
+                            partitions_pending_revocation=(), member_epoch=None, previous_member_epoch=None,
+                            member_state=None, rebalance_timeout_ms=None, session_timeout_ms=None)
+
+
 def drafts_from_consumer_logs(events: Sequence[CoordinatorEvent]) -> dict[int, Draft]:
     """One draft per group epoch the broker's KIP-848 lines name: the bump starts it, the target
     assignment computation stores it (and names the assignor)."""
     drafts: dict[int, Draft] = {}
+    live: set[str] = set()
+    seen_join = False
     for event in events:
+        if event.event_type in (ev.CG_MEMBER_JOINED, ev.CG_STATIC_MEMBER_REPLACED) and event.member_id:
+            live.add(event.member_id)
+            live.discard(event.related_member_id or "")
+            seen_join = True
+        elif event.event_type in (ev.CG_MEMBER_LEFT, ev.CG_MEMBER_FENCED) and event.member_id:
+            live.discard(event.member_id)
         if event.event_type not in (ev.CG_EPOCH_BUMPED, ev.CG_TARGET_ASSIGNMENT_COMPUTED) or event.generation is None:
             continue
         d = drafts.get(event.generation)
@@ -251,6 +270,11 @@ def drafts_from_consumer_logs(events: Sequence[CoordinatorEvent]) -> dict[int, D
                                                  group_epoch=event.generation, from_logs=True)
         if event.event_type == ev.CG_EPOCH_BUMPED:
             d.started_at = d.started_at or event.timestamp
+            if seen_join:
+                # The members the join/leave/fence lines account for (ids only; the lines say no more).
+                d.members = [_logged_member(m) for m in sorted(live)]
+                d.member_count = len(live)
+                d.outcome = STABLE if live else EMPTY
         else:
             d.stored_at = d.stored_at or event.timestamp
             d.target_assignment_epoch = event.generation

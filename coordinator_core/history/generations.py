@@ -78,7 +78,7 @@ def group_history(
     """
     group_records = as_group_records(records)
     gid = group_id or _group_of(group_records, events)
-    group_events = [e for e in as_events(events) if e.group_id in (None, gid)]
+    group_events = _events_of(gid, as_events(events))
 
     classic_drafts: list[Draft] = []
     reader = ConsumerGroupReader(topic_names)
@@ -105,6 +105,15 @@ def group_history(
     consumer_drafts = _with_logs(consumer_drafts, drafts_from_consumer_logs(group_events), group_events)
     drafts = _merge(_with_gaps(classic_drafts, NEVER_COMPLETED), _with_gaps(consumer_drafts, MISSING))
     return _rows(gid or "", drafts, group_events)
+
+
+def _events_of(group_id: str | None, events: list[CoordinatorEvent]) -> list[CoordinatorEvent]:
+    """The group's own lines, and group-less lines (partition loads) of the group's ``__consumer_offsets``
+    partition, read from the group's own broker lines; group-less lines of other partitions are dropped."""
+    own = [e for e in events if e.group_id == group_id]
+    partitions = {e.offsets_partition for e in own if e.offsets_partition is not None}
+    return [e for e in events if e.group_id == group_id or (e.group_id is None and (
+        not partitions or e.offsets_partition is None or e.offsets_partition in partitions))]
 
 
 def _group_of(records: Sequence[Any], events: Iterable[CoordinatorEvent]) -> str | None:
@@ -134,8 +143,9 @@ def _with_logs(drafts: list[Draft], from_logs: dict[int, Draft], events: Sequenc
         d.target_assignment_epoch = d.target_assignment_epoch or logged.target_assignment_epoch
         d.numbered_events.extend(logged.numbered_events)
     for generation, logged in from_logs.items():
-        members = members_from_logs(events, generation) if logged.group_protocol == CLASSIC else []
-        logged.members = members or ([] if logged.outcome == EMPTY else None)
+        if logged.group_protocol == CLASSIC:
+            members = members_from_logs(events, generation)
+            logged.members = members or ([] if logged.outcome == EMPTY else None)
         drafts.append(logged)
     # Keep the records' order; a logs-only draft goes after the last draft with a lower number.
     if any(not d.from_records for d in drafts):
@@ -314,11 +324,12 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
         primary, causes, trigger_member = cz.causes_from_logs(trigger, explaining)
         inferred = False
         inference: str | None = None
-        if primary == ev.METADATA_CHANGE and (cooperative_round == 2 or (
+        if primary in (ev.METADATA_CHANGE, ev.LEADER_REJOIN) and (cooperative_round == 2 or (
                 trigger is not None and "need to revoke partitions" in (trigger.reason or ""))):
-            # "Updating metadata for member ...; client reason: need to revoke partitions ...": the member
-            # rejoins for the second round of a cooperative rebalance, not for a metadata change.
-            causes = [c for c in causes if c not in (ev.METADATA_CHANGE, ev.COOPERATIVE_SECOND_ROUND)]
+            # "Updating metadata for member ..." / "Leader ... re-joining group during Stable" with the client
+            # reason "need to revoke partitions ...": the member rejoins for the second round of a cooperative
+            # rebalance, not for a metadata change.
+            causes = [c for c in causes if c not in (primary, ev.COOPERATIVE_SECOND_ROUND)]
             primary = ev.COOPERATIVE_SECOND_ROUND
             causes.insert(0, primary)
         if primary is None and previous is not None and previous.group_protocol != d.group_protocol:
