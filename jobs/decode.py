@@ -88,7 +88,10 @@ def transaction_markers(raw_offsets: DataFrame) -> DataFrame:
 
 
 def markers_for(offset_commits: DataFrame, markers: DataFrame) -> DataFrame:
-    """Only the markers of producers that wrote transactional commits in the same partition."""
+    """Only the markers of producers that wrote transactional commits in the same partition.
+
+    (`run_decode` also prunes `markers` to offsets past the earliest transactional commit, so that the
+    archive's older files are skipped by their statistics.)"""
     producers = (
         offset_commits.where(F.col("is_transactional"))
         .select("cluster", "partition", "producer_id")
@@ -303,6 +306,12 @@ def decode_coverage_rows(decoded: DataFrame, control_records: DataFrame, run_id:
 # -- the stage ----------------------------------------------------------------------------------------
 
 
+def _earliest_transactional(offset_commits: DataFrame) -> int:
+    """Lowest offset of a transactional commit (one small aggregate); markers before it are irrelevant."""
+    row = offset_commits.where(F.col("is_transactional")).agg(F.min("offset").alias("m")).first()
+    return int(row["m"]) if row is not None and row["m"] is not None else (1 << 62)
+
+
 @dataclass(frozen=True)
 class DecodeResult:
     raw_version_decoded: int
@@ -346,10 +355,11 @@ def run_decode(
 
         # Transactions: new commits resolved against every archived marker of their partitions, and
         # commits still open from earlier runs re-resolved now that new markers may have arrived.
-        markers = transaction_markers(tables.read(RAW_OFFSETS, version=up_to))
+        archive = tables.read(RAW_OFFSETS, version=up_to)
         commits_before = tables.version(OFFSET_COMMITS)
         if has_commits:
             new_commits = offset_commit_rows(decoded)
+            markers = transaction_markers(archive.where(F.col("offset") > _earliest_transactional(new_commits)))
             with step("offset_commits"):
                 tables.append(OFFSET_COMMITS, resolve_transactions(new_commits, markers_for(new_commits, markers)))
         # Only commits left open by earlier runs can be resolved by this run's markers (this run's own
@@ -360,6 +370,7 @@ def run_decode(
         if has_controls and previously_open.limit(1).count() > 0:
             with step("re-resolve open transactions"):
                 still_open = previously_open
+                markers = transaction_markers(archive.where(F.col("offset") > _earliest_transactional(still_open)))
                 now_resolved = resolve_transactions(still_open, markers_for(still_open, markers)).where(
                     F.col("transaction_outcome") != TXN_OPEN
                 )

@@ -30,6 +30,7 @@ from pyspark.sql import types as T
 from jobs.common.boundary import READ_ERROR, READ_ERROR_POSITION, read_segment_files
 from jobs.common.config import KafkaSource, SegmentSource
 from jobs.common.delta_io import Tables
+from jobs.common.progress import log, step
 from schemas import HISTORY_GAPS, RAW_OFFSETS
 
 SEGMENT_PATH_PATTERN = r"__consumer_offsets-(\d+)/[^/]+\.log$"
@@ -63,8 +64,18 @@ def list_segment_files(spark: SparkSession, sources: Sequence[SegmentSource]) ->
             uri = path.toUri().getPath() if fs.getScheme() == "file" else path.toString()
             match = pattern.search(uri)
             if match:
-                rows.append((source.cluster, int(match.group(1)), uri))
+                rows.append((_cluster_of(source, root.toUri().getPath(), uri), int(match.group(1)), uri))
     return spark.createDataFrame(sorted(rows), "cluster string, partition int, path string")
+
+
+def _cluster_of(source: SegmentSource, root_path: str, file_path: str) -> str:
+    """The source's cluster name; with cluster = "*", the first directory below the root (one cluster per
+    captured broker, e.g. samples/kafka-4.1.0/... -> "kafka-4.1.0")."""
+    if source.cluster != "*":
+        return source.cluster
+    relative = file_path.split(root_path.rstrip("/") + "/", 1)[-1]
+    first = relative.split("/", 1)[0]
+    return first if not first.startswith("__consumer_offsets-") else "default"
 
 
 def kafka_options(source: KafkaSource, environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -275,6 +286,7 @@ def run_ingest_segments(
     spark = tables.spark
     files = list_segment_files(spark, sources)
     file_count = files.count()
+    log(f"  {file_count} segment files under {', '.join(s.path for s in sources)}")
     files = files.repartition(max(1, min(file_count, 4 * spark.sparkContext.defaultParallelism)))
     read = read_segment_files(files, batch_size).persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -287,7 +299,8 @@ def run_ingest_segments(
         first_available = records.groupBy(*POSITION).agg(
             F.min("offset").alias("earliest_available_offset"), F.min("source").alias("source")
         )
-        result = _archive(tables, records, first_available, run_id, started_at)
+        with step("read segments on the executors, archive new records"):
+            result = _archive(tables, records, first_available, run_id, started_at)
     finally:
         read.unpersist()
     result.source_mode = "segments"
@@ -324,7 +337,8 @@ def run_ingest_kafka(
             [(source.cluster, p, e, f"kafka:{source.bootstrap_servers}") for p, e, _ in bounds],
             "cluster string, partition int, earliest_available_offset long, source string",
         )
-        result = _archive(tables, records, first_available, run_id, started_at)
+        with step(f"read {source.cluster} from Kafka, archive new records"):
+            result = _archive(tables, records, first_available, run_id, started_at)
         records.unpersist()
         total.sources.append(f"kafka:{source.bootstrap_servers}")
         total.records_read += result.records_read

@@ -255,13 +255,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = build_session(config)
     try:
         ctx = run_nightly(spark, config, stop_after=args.stop_after)
+        print(format_summary(ctx))
     except StoppedAfterStage as stopped:
         log(f"stopped after stage {stopped} as asked; the next run recovers")
         return 3
     finally:
-        pass
-    print(format_summary(ctx))
-    spark.stop()
+        spark.stop()
     return 0
 
 

@@ -19,6 +19,9 @@ OFFSET_COMMITS = TableSpec(
     comment="One row per offset-commit record (key types 0 and 1), tombstones included.",
     grain=("cluster", "partition", "offset"),
     partition_columns=("cluster",),
+    # Transaction outcomes are updated in place when a later marker arrives: deletion vectors make that
+    # MERGE write only the changed rows instead of rewriting whole files.
+    properties={"delta.enableDeletionVectors": "true"},
     schema=T.StructType(
         [
             *_POSITION,
@@ -80,6 +83,7 @@ GROUP_MEMBERS = TableSpec(
     ),
     grain=("cluster", "group_id", "generation", "member_id"),
     partition_columns=("cluster",),
+    properties={"delta.enableDeletionVectors": "true"},
     schema=T.StructType(
         [
             column("cluster", T.StringType(), "Kafka cluster name.", False),

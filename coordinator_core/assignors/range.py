@@ -184,7 +184,7 @@ def assign_range_before_3_5(
     subscribers: dict[str, list[MemberSubscription]] = {}
     for m in members:
         for topic in m.topics:
-            topic_order.add_at_head(topic)  # AbstractPartitionAssignor.put: computeIfAbsent
+            topic_order.compute_if_absent(topic)  # AbstractPartitionAssignor.put: computeIfAbsent (JDK 17)
             subscribers.setdefault(topic, []).append(m)
     assignment: Assignment = {m.member_id: [] for m in subscriptions}
     for topic in topic_order.order():

@@ -27,7 +27,11 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class SegmentSource:
-    """A copied `__consumer_offsets` directory tree (holding `__consumer_offsets-N/*.log`)."""
+    """A copied `__consumer_offsets` directory tree (holding `__consumer_offsets-N/*.log`).
+
+    `cluster = "*"` reads one cluster per subdirectory of `path`, named after it (samples/kafka-4.1.0/...
+    is cluster "kafka-4.1.0"), so captures of several brokers never mix their offsets.
+    """
 
     cluster: str
     path: str

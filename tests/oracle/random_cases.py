@@ -10,7 +10,7 @@ from coordinator_core.assignors import MemberSubscription, TopicPartition
 from coordinator_core.assignors.userdata import encode_cooperative_user_data, encode_sticky_user_data
 
 TOPIC_POOL = ["topic", "topic1", "topic2", "t0", "t1", "t10", "t2", "orders", "payments", "Zeta", "é-topic",
-              "\U0001f600x", "\uff5ey"]
+              "\U0001f600x", "\uff5ey", *(f"events.{i}" for i in range(12))]
 RACKS = ["rack-a", "rack-b", "rack-c", "rack-d"]
 
 

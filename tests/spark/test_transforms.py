@@ -249,3 +249,22 @@ def test_every_transform_ends_on_its_table_schema(spark: SparkSession) -> None:
         assert [f.dataType.simpleString() for f in frame.schema] == [
             f.dataType.simpleString() for f in spec.schema
         ], spec.name
+
+
+def test_segment_files_are_listed_with_partition_and_cluster(spark: SparkSession, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from jobs.common.config import SegmentSource
+    from jobs.ingest import list_segment_files
+    from tests.spark.segment_files import Batch, write_segment
+
+    one = [Batch(0, [offset_commit("g", "t", 0, 1)])]
+    a = write_segment(tmp_path / "kafka-3.9.1", 12, one)
+    b = write_segment(tmp_path / "kafka-4.1.0", 0, one)
+    (tmp_path / "kafka-4.1.0" / "__consumer_offsets-0" / "00000000000000000000.index").write_bytes(b"")
+    (tmp_path / "kafka-4.1.0" / "meta.properties").write_text("not a segment")
+    listed = list_segment_files(spark, [SegmentSource("*", str(tmp_path))])
+    expected = spark.createDataFrame(
+        [("kafka-3.9.1", 12, str(a)), ("kafka-4.1.0", 0, str(b))], "cluster string, partition int, path string"
+    )
+    equal(listed, expected)
+    named = list_segment_files(spark, [SegmentSource("prod", str(tmp_path / "kafka-3.9.1"))])
+    equal(named, spark.createDataFrame([("prod", 12, str(a))], "cluster string, partition int, path string"))
