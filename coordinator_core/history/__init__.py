@@ -17,9 +17,11 @@ from coordinator_core.history.model import (
     CLASSIC,
     CLIENT_REJOIN,
     CONSUMER,
+    CREATED,
     DELETED,
     EMPTY,
     EXPIRED,
+    GROUP_CREATED,
     GROUP_DELETED,
     MISSING,
     NEVER_COMPLETED,
@@ -43,7 +45,8 @@ from coordinator_core.history.model import (
 from coordinator_core.history.offsets import offset_history
 
 __all__ = [
-    "CLASSIC", "CLIENT_REJOIN", "CONSUMER", "DELETED", "EMPTY", "EXPIRED", "GROUP_DELETED", "MISSING",
+    "CLASSIC", "CLIENT_REJOIN", "CONSUMER", "CREATED", "DELETED", "EMPTY", "EXPIRED", "GROUP_CREATED",
+    "GROUP_DELETED", "MISSING",
     "NEVER_COMPLETED", "NON_MEMBER_COMMIT", "REWIND", "STABLE", "STALLED", "STATIC_RESTART", "UNKNOWN_CAUSE",
     "Evidence", "GenerationMember", "GenerationRow", "GroupRecord", "MemberIdChange", "OffsetEventRow",
     "Partition", "PartitionMove", "group_history", "offset_history", "schema_ddl", "schema_fields", "to_dict",

@@ -21,10 +21,13 @@ from coordinator_core.history._draft import Draft
 from coordinator_core.history.inputs import GroupRecord, record_time
 from coordinator_core.history.model import (
     CLASSIC,
+    CREATED,
     EMPTY,
+    GROUP_CREATED,
     NEVER_COMPLETED,
     STABLE,
     STATIC_RESTART,
+    Evidence,
     GenerationMember,
     MemberIdChange,
     Partition,
@@ -78,6 +81,19 @@ def draft_from_record(record: GroupRecord, value: GroupMetadataValue) -> Draft:
         first_offset=record.offset,
         record_count=1,
         from_records=True,
+    )
+
+
+def draft_from_placeholder(record: GroupRecord) -> Draft:
+    """The placeholder of a newly created group as a ``created`` row (no rebalance, no members)."""
+    at = record_time(record)
+    return Draft(
+        group_protocol=CLASSIC, generation=0, outcome=CREATED, members=[], member_count=0,
+        members_from_records=True, stored_at=at, first_offset=record.offset, record_count=1, from_records=True,
+        record_causes=[(GROUP_CREATED, None)],
+        record_evidence=[Evidence(event_type="record:group_metadata", at=at, member_id=None, cause_class=GROUP_CREATED,
+                                  reason="placeholder record of a newly created group (generation 0, no members)",
+                                  source=None, line_number=None, message=f"offset {record.offset}")],
     )
 
 

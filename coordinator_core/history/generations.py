@@ -22,6 +22,7 @@ from typing import Any
 from coordinator_core.history import causes as cz
 from coordinator_core.history._draft import Draft
 from coordinator_core.history.classic import (
+    draft_from_placeholder,
     draft_from_record,
     drafts_from_logs,
     is_placeholder,
@@ -34,10 +35,12 @@ from coordinator_core.history.model import (
     CLASSIC,
     CLIENT_REJOIN,
     CONSUMER,
+    CREATED,
     EMPTY,
     ENDED_BY_GROUP_DELETED,
     ENDED_BY_NEXT_GENERATION,
     ENDED_BY_PROTOCOL_CHANGE,
+    GROUP_CREATED,
     MISSING,
     NEVER_COMPLETED,
     STATIC_RESTART,
@@ -92,6 +95,7 @@ def group_history(
                     last.ended_at, last.ended_by = record_time(record), ENDED_BY_GROUP_DELETED
                 continue
             if is_placeholder(value):
+                classic_drafts.append(draft_from_placeholder(record))
                 continue
             if last is not None and last.generation == value.generation and last.ended_by is None:
                 restore_same_generation(last, record, value)
@@ -318,7 +322,7 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
         after = last_settled
         until = d.settled_at
         last_settled = d.settled_at or last_settled
-        explaining = explaining_events.window(after, until) if until is not None else []
+        explaining = explaining_events.window(after, until) if until is not None and d.outcome != CREATED else []
         trigger = next((e for e in d.numbered_events
                         if e.event_type in (ev.REBALANCE_PREPARED, ev.CG_EPOCH_BUMPED)), None)
         primary, causes, trigger_member = cz.causes_from_logs(trigger, explaining)
@@ -335,6 +339,8 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
         if primary is None and previous is not None and previous.group_protocol != d.group_protocol:
             primary, causes, inferred = ev.GROUP_PROTOCOL_MIGRATION, [ev.GROUP_PROTOCOL_MIGRATION], True
             inference = f"the group changed from the {previous.group_protocol} to the {d.group_protocol} protocol"
+        if d.outcome == CREATED:
+            primary, causes, trigger_member = GROUP_CREATED, [GROUP_CREATED], None
         if primary is None and d.record_causes:
             primary, trigger_member = d.record_causes[0]
             causes = []

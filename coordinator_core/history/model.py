@@ -32,6 +32,10 @@ CONSUMER: Final = "consumer"
 #:   gap in stored generation numbers or as a "Stabilized" line without an "Assignment received" one.
 #: ``missing``: a KIP-848 group epoch with no record although later epochs have one. Every epoch bump is
 #:   written, so this is data lost (compacted or not archived), not a rebalance that failed.
+#: ``created``: the 3.7+ group coordinator's placeholder record for a newly created classic group
+#:   (generation 0, no protocol, no members), written when the first JoinGroup created the group. No
+#:   rebalance happened; the row marks when the group came to be.
+CREATED: Final = "created"
 STABLE: Final = "stable"
 EMPTY: Final = "empty"
 NEVER_COMPLETED: Final = "never_completed"
@@ -51,10 +55,12 @@ ENDED_BY_NEXT_GENERATION: Final = "next_generation"
 ENDED_BY_GROUP_DELETED: Final = "group_deleted"
 ENDED_BY_PROTOCOL_CHANGE: Final = "protocol_change"
 
-#: ``GenerationRow.cause`` values come from ``coordinator_core.logs.events.CAUSE_CLASSES`` plus this one,
-#: which only inference produces: a rebalance the records cannot
+#: ``GenerationRow.cause`` values come from ``coordinator_core.logs.events.CAUSE_CLASSES`` plus the two
+#: below: a rebalance the records cannot
 #: explain (same members, same subscriptions, same assignment).
 UNKNOWN_CAUSE: Final = "unknown"
+#: The cause of a ``created`` row.
+GROUP_CREATED: Final = "group_created"
 
 
 # ---------------------------------------------------------------------------------------------------
