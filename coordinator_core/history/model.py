@@ -163,8 +163,10 @@ class GenerationRow:
     ``stabilized_at`` the end of the join phase (classic "Stabilized"/"is now empty") or, for KIP-848, the
     moment every member reached the epoch in state STABLE; ``assignment_stored_at`` the GroupMetadata record
     (or target-assignment record) timestamp, else the "Assignment received" line; ``ended_at`` the next row's
-    start. Durations are milliseconds: ``rebalance_ms`` started -> stored (the pause the group paid),
-    ``join_ms`` started -> stabilized, ``sync_ms`` stabilized -> stored, ``lifetime_ms`` stored -> ended.
+    start. Durations are milliseconds: ``rebalance_ms`` started -> the later of stabilized and stored (the
+    pause the group paid), ``join_ms`` started -> stabilized, ``sync_ms`` stabilized -> stored, ``lifetime_ms``
+    the later of stabilized and stored -> ended. KIP-848 rows store the target assignment before members
+    reconcile, so there ``join_ms`` is started -> stored and ``sync_ms`` stored -> stabilized.
 
     The diff is against the previous row of the same group (whatever its protocol). ``cause`` is the first
     trigger, ``causes`` every cause class seen for the rebalance (a join that also flushed a timed-out
