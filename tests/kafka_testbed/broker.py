@@ -8,7 +8,7 @@ formatted in a temporary directory, started exactly as the distribution's script
 
 The configuration is chosen for tests that must be quick and must see history:
 
-* `__consumer_offsets` segments are small (16 KiB), so its partitions roll several segments during a
+* `__consumer_offsets` segments are small (8 KiB), so its partitions roll several segments during a
   run and readers meet multi-segment partitions and segments closed while the broker runs. Kafka 4.x
   refuses `segment.bytes` (and so `offsets.topic.segment.bytes`) below 1 MiB; it has a topic config
   meant for tests, `internal.segment.bytes`, which overrides it. We therefore set
@@ -192,7 +192,7 @@ def _broker_log4j2_config(log_dir: Path) -> str:
 
 
 # Segment size of __consumer_offsets during tests (see the module docstring).
-CONSUMER_OFFSETS_SEGMENT_BYTES = 16 * 1024
+CONSUMER_OFFSETS_SEGMENT_BYTES = 8 * 1024
 
 # Broker settings every test bed broker gets (see the module docstring for why).
 BASE_SETTINGS: dict[str, str] = {

@@ -1,0 +1,73 @@
+"""Fixtures for tests against a real Kafka broker and against the sample it produced.
+
+* `kafka_broker` (session): one single-node KRaft broker from the Maven Central jars, started once and
+  stopped at the end of the session, also when tests fail or the run is interrupted (the fixture's
+  `finally`, plus the broker module's atexit hook and the kernel's parent-death signal).
+* `live_run` (session): every scenario of tests/kafka_testbed/scenarios.py run once against that broker,
+  then a snapshot copy of the `__consumer_offsets` segments it wrote (taken while the broker keeps
+  running: segments closed by a roll and the active one).
+* `sample_dir`: the committed sample captured from the same Kafka release (samples/kafka-<version>), so
+  the oracle also runs on data that does not depend on this machine's broker.
+
+The jar set comes from `scripts/bootstrap --kafka` (which scripts/test runs); without it these tests
+fail with a message that says so, rather than skip.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.kafka_testbed.broker import ROOT, KafkaBroker, kafka_version
+from tests.kafka_testbed.scenarios import run_scenarios
+
+
+@dataclass
+class LiveRun:
+    broker: KafkaBroker
+    scenarios: dict[str, Any]        # the document capture writes as scenarios.json
+    segments_dir: Path               # snapshot: <dir>/__consumer_offsets-N/<base>.log
+    client_log_dir: Path
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[KafkaBroker]:
+    broker = KafkaBroker()
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.cleanup()
+
+
+@pytest.fixture(scope="session")
+def live_run(kafka_broker: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> LiveRun:
+    client_log_dir = tmp_path_factory.mktemp("clients")
+    document = run_scenarios(kafka_broker.bootstrap_servers, client_log_dir)
+    snapshot = tmp_path_factory.mktemp("segments")
+    for segment in kafka_broker.consumer_offsets_segments(with_data_only=True):
+        target = snapshot / segment.parent.name / segment.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(segment, target)
+    return LiveRun(kafka_broker, document, snapshot, client_log_dir)
+
+
+@pytest.fixture(scope="session")
+def sample_dir() -> Path:
+    path = ROOT / "samples" / f"kafka-{kafka_version()}"
+    if not (path / "scenarios.json").is_file():
+        pytest.fail(f"no committed sample for the Kafka release of the jar set: {path} "
+                    "(python -m tests.kafka_testbed.capture writes it)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def sample_scenarios(sample_dir: Path) -> dict[str, Any]:
+    return json.loads((sample_dir / "scenarios.json").read_text())  # type: ignore[no-any-return]
+
