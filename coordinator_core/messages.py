@@ -355,6 +355,9 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = Struct(
             ),
             nullable_versions="0+",
             tag=0,
+            # Kafka's default is an empty struct, not null: a consumer-protocol member's record carries
+            # the tag with an explicit null (written by 4.x brokers), and a missing tag reads as empty.
+            default=ClassicMemberMetadata(0, ()),
         ),
     ),
     flexible_versions="0+",

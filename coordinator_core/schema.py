@@ -263,9 +263,9 @@ class _DecoderBuilder:
 
     def field(self, ind: int, f: Field, target: str, path_expr: str | None = None) -> None:
         path = path_expr or f"path + '.{f.name}'"
-        self.value(ind, f.type, target, path, f.nullable_in(self.version))
+        self.value(ind, f.type, target, path, f.nullable_in(self.version), tagged=f.tag is not None and self.flexible)
 
-    def value(self, ind: int, t: FieldType, target: str, path: str, nullable: bool) -> None:
+    def value(self, ind: int, t: FieldType, target: str, path: str, nullable: bool, tagged: bool = False) -> None:
         flex = self.flexible
         if isinstance(t, Primitive):
             if t.fmt:
@@ -324,7 +324,16 @@ class _DecoderBuilder:
         elif isinstance(t, Struct):
             dec = self.tmp("dec")
             self.ns[dec] = decoder(t, self.version, flex)
-            if nullable:
+            if nullable and tagged:
+                # In a tagged field the presence marker is an unsigned varint: 0 = null (Kafka's
+                # generated readers test `readUnsignedVarint() > 0`).
+                present = self.tmp("present")
+                self.emit(ind, f"{present}, pos = _ruv(buf, pos, end, {path})")
+                self.emit(ind, f"if {present} == 0:")
+                self.emit(ind + 1, f"{target} = None")
+                self.emit(ind, "else:")
+                self.emit(ind + 1, f"{target}, pos = {dec}(buf, pos, end, {path})")
+            elif nullable:
                 self.emit(ind, "if pos + 1 > end:")
                 self.emit(ind + 1, f"raise _underrun({path}, pos, 1, end)")
                 self.emit(ind, "if buf[pos] >= 128:")  # int8 presence marker < 0: null
@@ -402,7 +411,7 @@ class _EncoderBuilder:
                 self.emit(1, f"if obj.{f.name} != {dflt}:")
                 self.emit(2, "_sub = []")
                 self.emit(2, "_save = out; out = _sub")
-                self.value(2, f.type, f"obj.{f.name}", f"path + '.{f.name}'", f.nullable_in(v))
+                self.value(2, f.type, f"obj.{f.name}", f"path + '.{f.name}'", f.nullable_in(v), tagged=True)
                 self.emit(2, "out = _save")
                 self.emit(2, "_data = b''.join(_sub)")
                 self.emit(2, f"_tags.append(_wuv({f.tag}) + _wuv(len(_data)) + _data)")
@@ -414,7 +423,7 @@ class _EncoderBuilder:
         fn: Encoder = self.ns[fname]
         return fn
 
-    def value(self, ind: int, t: FieldType, expr: str, path: str, nullable: bool) -> None:
+    def value(self, ind: int, t: FieldType, expr: str, path: str, nullable: bool, tagged: bool = False) -> None:
         flex = self.flexible
         if isinstance(t, Primitive):
             if t.fmt:
@@ -456,7 +465,8 @@ class _EncoderBuilder:
             self.ns[enc] = encoder(t, self.version, flex)
             if nullable:
                 self.emit(ind, f"if {expr} is None:")
-                self.emit(ind + 1, "out.append(b'\\xff')")
+                # null marker: uvarint 0 inside a tagged field, int8 -1 elsewhere
+                self.emit(ind + 1, "out.append(b'\\x00')" if tagged else "out.append(b'\\xff')")
                 self.emit(ind, "else:")
                 self.emit(ind + 1, "out.append(b'\\x01')")
                 self.emit(ind + 1, f"{enc}({expr}, out, {path})")

@@ -117,8 +117,17 @@ def test_kip848_member_metadata_from_kafka_classes() -> None:
         "", "", "c", "h", (), "", -1, "", m.ClassicMemberMetadata(45000, ()))
     assert cc.encode_record(rec)[1] == h(v.KIP848_MEMBER_WITH_CLASSIC)
     plain = cc.decode_record(key, h(v.KIP848_MEMBER_PLAIN))
-    assert plain.value.classic_member_metadata is None
+    # no tag: Kafka's default, an empty ClassicMemberMetadata (not null)
+    assert plain.value.classic_member_metadata == m.ClassicMemberMetadata(0, ())
     assert cc.encode_record(plain)[1] == h(v.KIP848_MEMBER_PLAIN)
+
+
+def test_kip848_member_metadata_written_by_a_4_3_1_broker() -> None:
+    key = h("0005" "0001") + b"g" + h("0002") + b"m1"
+    rec = cc.decode_record(key, h(v.KIP848_MEMBER_BROKER_4_3_1))
+    assert rec.value == m.ConsumerGroupMemberMetadataValue(
+        None, None, "consumer-protocol-a", "/127.0.0.1", ("cgh.consumer-protocol",), "", 300000, None, None)
+    assert cc.encode_record(rec)[1] == h(v.KIP848_MEMBER_BROKER_4_3_1)
 
 
 def _cs(x: str) -> bytes:

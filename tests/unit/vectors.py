@@ -50,6 +50,12 @@ COOPERATIVE_STICKY_USER_DATA = "00000007"  # ref §8.3
 # {sessionTimeoutMs 45000, supportedProtocols []} in tagged field 0 (note the int8 presence byte 01).
 KIP848_MEMBER_WITH_CLASSIC = "00000101026302680101ffffffff01010007010000afc80100"
 KIP848_MEMBER_PLAIN = "00000101026302680101ffffffff0100"
+# A real Kafka 4.3.1 broker (the test bed's sample, __consumer_offsets-34 offset 0): a consumer-protocol
+# member, whose tagged field 0 carries an explicit null ClassicMemberMetadata (uvarint presence 00).
+KIP848_MEMBER_BROKER_4_3_1 = (
+    "0000000014636f6e73756d65722d70726f746f636f6c2d610b2f3132372e302e302e3102166367682e636f6e73756d65722d70726f"
+    "746f636f6c01000493e00001000100"
+)
 
 # ref §8.4: one RecordBatch v2 (CRC-32C 730210550) holding OFFSET_KEY_T1 + the v3 value above.
 BATCH_V2 = (

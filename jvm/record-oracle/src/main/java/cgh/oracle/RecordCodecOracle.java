@@ -196,7 +196,10 @@ public final class RecordCodecOracle {
         ConsumerGroupMemberMetadataValue mm = new ConsumerGroupMemberMetadataValue().setInstanceId(nullableStr())
             .setRackId(nullableStr()).setClientId(str()).setClientHost(str()).setSubscribedTopicNames(strs(3))
             .setSubscribedTopicRegex(nullableStr()).setRebalanceTimeoutMs(rnd.nextInt(300000)).setServerAssignor(nullableStr());
-        if (rnd.nextBoolean()) {
+        int classic = rnd.nextInt(3);
+        if (classic == 0) {
+            mm.setClassicMemberMetadata(null);  // what a broker writes for a consumer-protocol member
+        } else if (classic == 1) {
             List<ConsumerGroupMemberMetadataValue.ClassicProtocol> protocols = new ArrayList<>();
             for (int i = 0; i < rnd.nextInt(3); i++) protocols.add(new ConsumerGroupMemberMetadataValue.ClassicProtocol().setName(str()).setMetadata(bytes()));
             mm.setClassicMemberMetadata(new ConsumerGroupMemberMetadataValue.ClassicMemberMetadata()
