@@ -9,6 +9,7 @@ Public API (a contract; see the project's ARCHITECTURE.md):
     decode_batch(keys, values) -> pyarrow.Table  (imported lazily: pyarrow is needed only there)
     parse_log_line(line) -> CoordinatorEvent | None, read_log_lines(...)
     assign(assignor_name, partitions_per_topic, subscriptions, **context) -> {member_id: [(topic, partition)]}
+    group_history(records, events) -> [GenerationRow], offset_history(records, events) -> [OffsetEventRow]
     DecodeError
 """
 
@@ -40,6 +41,18 @@ from coordinator_core.consumer_protocol import (
     encode_subscription,
 )
 from coordinator_core.errors import DecodeError
+from coordinator_core.history import (
+    Evidence,
+    GenerationMember,
+    GenerationRow,
+    GroupRecord,
+    MemberIdChange,
+    OffsetEventRow,
+    PartitionMove,
+    group_history,
+    offset_history,
+    schema_ddl,
+)
 from coordinator_core.javaisms import java_string_hash, partition_for
 from coordinator_core.logs import (
     CoordinatorEvent,
@@ -66,7 +79,17 @@ __all__ = [
     "LogReadStats",
     "MemberSubscription",
     "UnsupportedKafkaVersion",
+    "Evidence",
+    "GenerationMember",
+    "GenerationRow",
+    "GroupRecord",
+    "MemberIdChange",
+    "OffsetEventRow",
+    "PartitionMove",
     "assign",
+    "group_history",
+    "offset_history",
+    "schema_ddl",
     "classify_log_entry",
     "iter_log_entries",
     "parse_log_line",
