@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from coordinator_core._frozen import fast_init
 from coordinator_core.assignors import (
@@ -289,3 +290,86 @@ def _fed_back(gen: GenerationMembers, assignor: str, owned_by: Mapping[str, tupl
         subs.append(MemberSubscription(m.member_id, tuple(m.topics), user_data, owned,
                                        owned_generation if owned else None, m.group_instance_id, m.rack_id))
     return subs
+
+
+# ----------------------------------------------------------------------------------------------
+# From a reconstructed history (coordinator_core.history rows) to what-if inputs
+
+
+def _identity(member: Any) -> str:
+    """A member's identity across member ids: its static instance id, else client id @ host."""
+    if member.group_instance_id:
+        return f"instance {member.group_instance_id}"
+    return f"{member.client_id or '?'}@{member.client_host or '?'}"
+
+
+def history_members(generations: Sequence[Any]) -> list[GenerationMembers]:
+    """What-if inputs from a group's classic generation rows (``coordinator_core.history.GenerationRow``):
+    members in their recorded order with subscribed topics; partition counts taken as the highest partition
+    ever assigned + 1 per topic (the history's own evidence of each topic's size)."""
+    counts: dict[str, int] = {}
+    for g in generations:
+        for m in g.members:
+            for t in m.subscribed_topics:
+                counts.setdefault(t, 0)
+            for p in m.assigned_partitions:
+                counts[p.topic] = max(counts.get(p.topic, 0), p.partition + 1)
+    return [
+        GenerationMembers(g.generation, tuple(MemberSubscription(m.member_id, tuple(m.subscribed_topics),
+                                                                 group_instance_id=m.group_instance_id)
+                                              for m in g.members), dict(counts))
+        for g in generations
+    ]
+
+
+def static_membership_counterfactual(generations: Sequence[Any],
+                                     history: Sequence[GenerationMembers]) -> list[GenerationMembers]:
+    """The history as it would have been with static membership (``group.instance.id`` = the member's
+    client id @ host): a restart of the same client and host that is back within its session timeout
+    does not rebalance, so a generation that only changed member ids is absorbed, and so is a
+    "member gone" generation followed, within the session timeout, by the same members coming back.
+
+    >>> from types import SimpleNamespace as N
+    >>> from datetime import datetime, timedelta
+    >>> def gen(n, minute, hosts):
+    ...     ms = [N(member_id=f"{h}-{n}", group_instance_id=None, client_id="c", client_host=h,
+    ...             subscribed_topics=("t",), assigned_partitions=(), session_timeout_ms=45000) for h in hosts]
+    ...     return N(generation=n, members=ms, rebalance_started_at=datetime(2026, 1, 1) + timedelta(minutes=minute))
+    >>> gens = [gen(1, 0, "ab"), gen(2, 10, "a"), gen(3, 10.5, "ab"), gen(4, 30, "ab"), gen(5, 40, "abc")]
+    >>> [g.generation for g in static_membership_counterfactual(gens, history_members(gens))]
+    [1, 5]
+    """
+    def ids(g: Any) -> frozenset[str]:
+        return frozenset(_identity(m) for m in g.members)
+
+    def timeout_ms(g: Any) -> int:
+        return max((m.session_timeout_ms or 0) for m in g.members) if g.members else 0
+
+    def within(a: Any, b: Any, limit_ms: int) -> bool:
+        if a.rebalance_started_at is None or b.rebalance_started_at is None:
+            return False
+        return bool((b.rebalance_started_at - a.rebalance_started_at).total_seconds() * 1000 <= limit_ms)
+
+    kept: list[int] = []
+    i = 0
+    while i < len(generations):
+        g = generations[i]
+        if kept:
+            previous = generations[kept[-1]]
+            if ids(g) == ids(previous):
+                i += 1  # same clients and hosts, new member ids only: absorbed by static membership
+                continue
+            nxt = generations[i + 1] if i + 1 < len(generations) else None
+            if (nxt is not None and ids(g) < ids(previous) and ids(nxt) == ids(previous)
+                    and within(g, nxt, timeout_ms(previous))):
+                i += 2  # members gone and back within the session timeout: no rebalance at all
+                continue
+        kept.append(i)
+        i += 1
+    out = []
+    for index in kept:
+        g, h = generations[index], history[index]
+        members = tuple(MemberSubscription(_identity(m), s.topics, group_instance_id=_identity(m))
+                        for m, s in zip(g.members, h.members, strict=True))
+        out.append(GenerationMembers(h.generation, members, h.partition_counts))
+    return out

@@ -1,0 +1,277 @@
+"""Gold stages on per-group history: group_generations, offset_events, assignment_replay, assignor_whatif.
+
+Every group's records live in one `__consumer_offsets` partition, so (partition, offset) orders them
+totally; each stage groups the archived records (and coordinator log events) by (cluster, group_id) and
+applies one of coordinator_core's pure functions per group with `applyInPandas` / `cogroup`. Only the
+groups the run touched (new records or new log events) are recomputed: their old rows are replaced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.common.delta_io import Tables
+from schemas import CONSUMER_GROUP_RECORDS, GROUP_METADATA, OFFSET_COMMITS, RAW_OFFSETS
+from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, OFFSET_EVENTS, TableSpec
+from schemas.logs import COORDINATOR_EVENTS
+
+GROUP_KEY = ["cluster", "group_id"]
+WHATIF_ASSIGNORS: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+
+@dataclass(frozen=True)
+class HistoryResult:
+    groups: int
+    generations: int
+    offset_events: int
+    replayed_generations: int
+    replay_mismatches: int
+
+
+# ----------------------------------------------------------------------------------------------
+# Inputs
+
+
+def touched_groups(tables: Tables, after_raw_version: int, up_to_raw_version: int,
+                   events_after_version: int | None = None) -> DataFrame:
+    """(cluster, group_id) of every group with a record archived in raw_offsets versions
+    (after, up_to], plus groups with coordinator events added after `events_after_version`."""
+    spark = tables.spark
+    empty = spark.createDataFrame([], "cluster string, group_id string")
+    touched = empty
+    if up_to_raw_version > after_raw_version:
+        new_raw = tables.changes(RAW_OFFSETS, after_raw_version, up_to_raw_version).select(
+            "cluster", "partition", "offset")
+        for spec in (OFFSET_COMMITS, GROUP_METADATA, CONSUMER_GROUP_RECORDS):
+            keyed = tables.read(spec).select("cluster", "partition", "offset", "group_id")
+            touched = touched.unionByName(
+                keyed.join(new_raw, on=["cluster", "partition", "offset"], how="inner").select(*GROUP_KEY))
+    if events_after_version is not None:
+        current = tables.version(COORDINATOR_EVENTS)
+        if current > events_after_version:
+            events = tables.read(COORDINATOR_EVENTS, version=current).where(F.col("group_id").isNotNull())
+            touched = touched.unionByName(events.select(*GROUP_KEY))
+    return touched.where(F.col("group_id").isNotNull()).distinct()
+
+
+def group_records(tables: Tables, groups: DataFrame) -> DataFrame:
+    """Every archived record of the given groups: position, timestamp (ms), key/value bytes and, for
+    transactional offset commits, the transaction's outcome."""
+    keys = (
+        tables.read(OFFSET_COMMITS).select("cluster", "partition", "offset", "group_id", "transaction_outcome")
+        .unionByName(tables.read(GROUP_METADATA).select(
+            "cluster", "partition", "offset", "group_id", F.lit(None).cast("string").alias("transaction_outcome")))
+        .unionByName(tables.read(CONSUMER_GROUP_RECORDS).where(F.col("group_id").isNotNull()).select(
+            "cluster", "partition", "offset", "group_id", F.lit(None).cast("string").alias("transaction_outcome")))
+    )
+    raw = tables.read(RAW_OFFSETS).select(
+        "cluster", "partition", "offset", (F.unix_millis("timestamp")).alias("timestamp_ms"), "key", "value")
+    return (
+        keys.join(groups, on=GROUP_KEY, how="inner")
+        .join(raw, on=["cluster", "partition", "offset"], how="inner")
+        .select("cluster", "group_id", "partition", "offset", "timestamp_ms", "key", "value", "transaction_outcome")
+    )
+
+
+def group_events(tables: Tables, groups: DataFrame) -> DataFrame:
+    """The coordinator log events of the given groups."""
+    return tables.read(COORDINATOR_EVENTS).join(groups, on=GROUP_KEY, how="inner")
+
+
+# ----------------------------------------------------------------------------------------------
+# Per-group functions (run on the executors, one pandas frame per group)
+
+
+def _records(pdf: pd.DataFrame) -> list[Any]:
+    from coordinator_core import DecodeError, GroupRecord, decode_record
+
+    out = []
+    for row in pdf.sort_values("offset").itertuples(index=False):
+        try:
+            rec = decode_record(bytes(row.key), None if row.value is None else bytes(row.value))
+        except DecodeError:
+            continue  # already quarantined in decode_errors by the decode stage
+        ts = None if pd.isna(row.timestamp_ms) else int(row.timestamp_ms)
+        out.append(GroupRecord(int(row.offset), ts, rec, row.transaction_outcome))
+    return out
+
+
+_EVENT_FIELDS: tuple[str, ...] = ()
+
+
+def _events(pdf: pd.DataFrame) -> list[Any]:
+    from coordinator_core import CoordinatorEvent
+
+    global _EVENT_FIELDS
+    if not _EVENT_FIELDS:
+        _EVENT_FIELDS = tuple(f.name for f in dataclasses.fields(CoordinatorEvent))
+    out = []
+    for row in pdf.to_dict("records"):
+        values = {k: (None if _isna(v) else v) for k, v in row.items() if k in _EVENT_FIELDS}
+        ts = values.get("timestamp")
+        if ts is not None:
+            values["timestamp"] = pd.Timestamp(ts).to_pydatetime().replace(tzinfo=dt.timezone.utc)
+        values["source"] = row.get("path") or row.get("log_source")
+        for k, v in list(values.items()):
+            if isinstance(v, float) and k not in ("timestamp",):
+                values[k] = int(v)
+        out.append(CoordinatorEvent(**values))
+    return out
+
+
+def _isna(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _frame(rows: Sequence[dict[str, Any]], spec: TableSpec, cluster: str) -> pd.DataFrame:
+    columns = [f.name for f in spec.schema.fields]
+    return pd.DataFrame([{**r, "cluster": cluster} for r in rows], columns=columns)
+
+
+def _generations_fn(records: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    from coordinator_core import group_history
+
+    if records.empty and events.empty:
+        return _frame([], GROUP_GENERATIONS, "")
+    cluster = (records if not records.empty else events)["cluster"].iloc[0]
+    group = (records if not records.empty else events)["group_id"].iloc[0]
+    rows = group_history(_records(records), _events(events), group_id=group)
+    return _frame([r.to_dict() for r in rows], GROUP_GENERATIONS, cluster)
+
+
+def _offset_events_fn(records: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    from coordinator_core import offset_history
+
+    if records.empty:
+        return _frame([], OFFSET_EVENTS, "")
+    cluster, group = records["cluster"].iloc[0], records["group_id"].iloc[0]
+    rows = offset_history(_records(records), _events(events), group_id=group)
+    return _frame([r.to_dict() for r in rows], OFFSET_EVENTS, cluster)
+
+
+def _partition_rows(partitions: Sequence[Any]) -> list[dict[str, Any]]:
+    return [{"topic": t, "partition": int(p)} for t, p in partitions]
+
+
+def _replay_fn(records: pd.DataFrame) -> pd.DataFrame:
+    from coordinator_core import GroupMetadataValue, decode_record
+    from coordinator_core.replay import replay_generation
+
+    rows: list[dict[str, Any]] = []
+    cluster, group = records["cluster"].iloc[0], records["group_id"].iloc[0]
+    for row in records.sort_values("offset").itertuples(index=False):
+        if row.value is None or bytes(row.key)[:2] != b"\x00\x02":
+            continue
+        value = decode_record(bytes(row.key), bytes(row.value)).value
+        if not isinstance(value, GroupMetadataValue) or not value.members or value.protocol_type != "consumer":
+            continue
+        r = replay_generation(value)
+        common = {"group_id": group, "generation": value.generation, "record_offset": int(row.offset),
+                  "assignor": value.protocol or "", "kafka_version": r.kafka_version, "status": r.status,
+                  "reason": r.reason, "detail": r.detail, "matching_version": r.matching_version,
+                  "partition_counts_inferred": r.partition_counts_inferred}
+        if not r.members:
+            rows.append({**common, "member_id": "", "recorded_partitions": None, "replayed_partitions": None,
+                         "missing_partitions": None, "extra_partitions": None, "match": None})
+        for m in r.members:
+            rows.append({**common, "member_id": m.member_id, "recorded_partitions": _partition_rows(m.recorded),
+                         "replayed_partitions": _partition_rows(m.replayed),
+                         "missing_partitions": _partition_rows(m.missing), "extra_partitions": _partition_rows(m.extra),
+                         "match": not m.missing and not m.extra})
+    return _frame(rows, ASSIGNMENT_REPLAY, cluster)
+
+
+def _whatif_fn(records: pd.DataFrame) -> pd.DataFrame:
+    from coordinator_core import group_history
+    from coordinator_core.replay import history_members, static_membership_counterfactual, whatif_history
+
+    cluster, group = records["cluster"].iloc[0], records["group_id"].iloc[0]
+    generations = [g for g in group_history(_records(records), (), group_id=group)
+                   if g.group_protocol == "classic" and g.outcome == "stable" and g.protocol_type == "consumer"]
+    rows: list[dict[str, Any]] = []
+    for static in (False, True):
+        history = history_members(generations)
+        if static:
+            history = static_membership_counterfactual(generations, history)
+        for assignor in WHATIF_ASSIGNORS:
+            for step in whatif_history(history, assignor):
+                rows.append({"group_id": group, "generation": step.generation, "assignor": assignor,
+                             "static_membership": static, "members": step.members, "partitions": step.partitions,
+                             "partitions_moved": step.partitions_moved, "balance": step.balance,
+                             "paused_partitions": step.paused_partitions, "error": step.error})
+    return _frame(rows, ASSIGNOR_WHATIF, cluster)
+
+
+# ----------------------------------------------------------------------------------------------
+# Transforms (DataFrame -> DataFrame) and the stage
+
+
+def generation_rows(records: DataFrame, events: DataFrame) -> DataFrame:
+    return (records.groupBy(*GROUP_KEY).cogroup(events.groupBy(*GROUP_KEY))
+            .applyInPandas(_generations_fn, schema=GROUP_GENERATIONS.schema)
+            .select(*GROUP_GENERATIONS.column_names))
+
+
+def offset_event_rows(records: DataFrame, events: DataFrame) -> DataFrame:
+    return (records.groupBy(*GROUP_KEY).cogroup(events.groupBy(*GROUP_KEY))
+            .applyInPandas(_offset_events_fn, schema=OFFSET_EVENTS.schema)
+            .select(*OFFSET_EVENTS.column_names))
+
+
+def assignment_replay_rows(records: DataFrame) -> DataFrame:
+    group_level = records.where(F.substring("key", 1, 2) == F.unhex(F.lit("0002")))
+    return (group_level.groupBy(*GROUP_KEY).applyInPandas(_replay_fn, schema=ASSIGNMENT_REPLAY.schema)
+            .select(*ASSIGNMENT_REPLAY.column_names))
+
+
+def whatif_rows(records: DataFrame) -> DataFrame:
+    group_level = records.where(F.substring("key", 1, 2) == F.unhex(F.lit("0002")))
+    return (group_level.groupBy(*GROUP_KEY).applyInPandas(_whatif_fn, schema=ASSIGNOR_WHATIF.schema)
+            .select(*ASSIGNOR_WHATIF.column_names))
+
+
+def replace_groups(tables: Tables, spec: TableSpec, groups: DataFrame, rows: DataFrame) -> None:
+    """Delete the given groups' rows, then append their recomputed rows (the nightly run's rollback makes
+    the pair atomic from a reader's point of view of committed runs)."""
+    if tables.version(spec) >= 0:
+        (tables.delta(spec).alias("t")
+         .merge(groups.alias("g"), "t.cluster = g.cluster AND t.group_id = g.group_id")
+         .whenMatchedDelete().execute())
+    tables.append(spec, rows)
+
+
+def run_history(spark: SparkSession, tables: Tables, groups: DataFrame) -> HistoryResult:
+    """Recompute the gold history tables for `groups` (cluster, group_id)."""
+    groups = groups.persist()
+    n_groups = groups.count()
+    if n_groups == 0:
+        groups.unpersist()
+        return HistoryResult(0, 0, 0, 0, 0)
+    records = group_records(tables, groups).persist()
+    events = group_events(tables, groups).persist()
+    try:
+        replace_groups(tables, GROUP_GENERATIONS, groups, generation_rows(records, events))
+        replace_groups(tables, OFFSET_EVENTS, groups, offset_event_rows(records, events))
+        replace_groups(tables, ASSIGNMENT_REPLAY, groups, assignment_replay_rows(records))
+        replace_groups(tables, ASSIGNOR_WHATIF, groups, whatif_rows(records))
+        gens = tables.read(GROUP_GENERATIONS).join(groups, on=GROUP_KEY, how="inner").count()
+        offset_events = tables.read(OFFSET_EVENTS).join(groups, on=GROUP_KEY, how="inner").count()
+        replay = tables.read(ASSIGNMENT_REPLAY).join(groups, on=GROUP_KEY, how="inner")
+        summary = replay.groupBy("status").agg(F.countDistinct("group_id", "record_offset").alias("n")).collect()
+        by_status = {r["status"]: r["n"] for r in summary}
+    finally:
+        records.unpersist()
+        events.unpersist()
+        groups.unpersist()
+    return HistoryResult(n_groups, gens, offset_events, sum(by_status.values()), by_status.get("mismatch", 0))

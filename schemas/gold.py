@@ -1,0 +1,193 @@
+"""Gold: what the records and logs mean - generation history, offset events, assignment replays, what-if
+replays and rebalance storms.
+
+The generation and offset-event tables take their columns from coordinator_core's row types
+(`schema_fields`), so the library's pure functions and the tables cannot drift apart; a test compares them.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+from coordinator_core.history import GenerationRow, OffsetEventRow
+from coordinator_core.history.model import schema_fields
+from schemas._spec import TableSpec, column
+
+_SIMPLE: dict[str, T.DataType] = {
+    "string": T.StringType(),
+    "bigint": T.LongType(),
+    "int": T.IntegerType(),
+    "double": T.DoubleType(),
+    "boolean": T.BooleanType(),
+    "timestamp": T.TimestampType(),
+    "binary": T.BinaryType(),
+}
+
+
+def ddl_type(text: str) -> T.DataType:
+    """A Spark type from its DDL text (string, bigint, boolean, timestamp, array<...>, struct<a:t,...>),
+    parsed here so that no SparkSession is needed to declare a table."""
+    parsed, rest = _parse(text.replace(" ", ""))
+    if rest:
+        raise ValueError(f"trailing text {rest!r} in type {text!r}")
+    return parsed
+
+
+def _parse(text: str) -> tuple[T.DataType, str]:
+    if text.startswith("array<"):
+        element, rest = _parse(text[len("array<"):])
+        if not rest.startswith(">"):
+            raise ValueError(f"unterminated array<> in {text!r}")
+        return T.ArrayType(element, True), rest[1:]
+    if text.startswith("map<"):
+        key, rest = _parse(text[len("map<"):])
+        value, rest = _parse(rest[1:])
+        return T.MapType(key, value, True), rest[1:]
+    if text.startswith("struct<"):
+        rest = text[len("struct<"):]
+        fields = []
+        while not rest.startswith(">"):
+            name, rest = rest.split(":", 1)
+            field_type, rest = _parse(rest)
+            fields.append(T.StructField(name, field_type, True))
+            rest = rest[1:] if rest.startswith(",") else rest
+        return T.StructType(fields), rest[1:]
+    for name, data_type in _SIMPLE.items():
+        if text.startswith(name) and not text[len(name):len(name) + 1].isalnum():
+            return data_type, text[len(name):]
+    raise ValueError(f"unknown type at {text!r}")
+
+
+def _row_columns(row_type: type, comments: dict[str, str]) -> list[T.StructField]:
+    return [column(name, ddl_type(ddl), comments.get(name, "")) for name, ddl in schema_fields(row_type)]
+
+
+_CLUSTER = column("cluster", T.StringType(), "Kafka cluster name.", False)
+_TOPIC_PARTITION = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.LongType())])
+
+GROUP_GENERATIONS = TableSpec(
+    name="group_generations",
+    comment=(
+        "One row per generation of a classic group (or group epoch of a KIP-848 group): members, assignment, "
+        "timings, the diff with the previous generation, and the cause of the rebalance with its evidence."
+    ),
+    # A group deleted and created again restarts at generation 0/1, so the offset of the record that stored
+    # the generation is part of the grain (null for generations known only from the logs).
+    grain=("cluster", "group_id", "group_protocol", "generation", "record_offset"),
+    partition_columns=("cluster",),
+    schema=T.StructType([_CLUSTER, *_row_columns(GenerationRow, {
+        "group_id": "Consumer group id.",
+        "group_protocol": "classic (JoinGroup/SyncGroup) or consumer (KIP-848).",
+        "generation": "Generation id (classic) or group epoch (KIP-848).",
+        "outcome": "stable, empty, created, never_completed (a gap in generations) or missing (KIP-848 gap).",
+        "cause": "Why the rebalance happened (a cause class); see cause_inferred and evidence.",
+        "cause_inferred": "True when no log line explained it and the cause was inferred from the records.",
+        "evidence": "The coordinator log lines that explain the rebalance.",
+        "record_offset": "Offset of the record that stored the generation; null when known from logs only.",
+    })]),
+)
+
+OFFSET_EVENTS = TableSpec(
+    name="offset_events",
+    comment=(
+        "Notable offset events of a group: commits that move backwards (rewind/reset), commits by clients "
+        "that are not members (admin resets), offsets that stall while the group is stable, offsets expired "
+        "or deleted (tombstones)."
+    ),
+    grain=("cluster", "group_id", "kind", "topic", "partition", "record_offset"),
+    partition_columns=("cluster",),
+    schema=T.StructType([_CLUSTER, *_row_columns(OffsetEventRow, {
+        "kind": "rewind, non_member_commit, stalled, expired, deleted or group_deleted.",
+        "record_offset": "Offset of the record in __consumer_offsets that shows the event.",
+    })]),
+)
+
+ASSIGNMENT_REPLAY = TableSpec(
+    name="assignment_replay",
+    comment=(
+        "For each member of each consumer-protocol generation: the partitions the leader stored and the "
+        "partitions Kafka's assignor computes from the same subscriptions, and whether they match."
+    ),
+    grain=("cluster", "group_id", "generation", "record_offset", "assignor", "member_id"),
+    partition_columns=("cluster",),
+    schema=T.StructType([
+        _CLUSTER,
+        column("group_id", T.StringType(), "Consumer group id.", False),
+        column("generation", T.LongType(), "Generation id.", False),
+        column("record_offset", T.LongType(), "Offset of the GroupMetadata record.", False),
+        column("assignor", T.StringType(), "The generation's protocol (assignor name).", False),
+        column("kafka_version", T.StringType(), "Kafka client version whose assignor was replayed."),
+        column("status", T.StringType(), "match, mismatch or not_replayable (for the whole generation)."),
+        column("reason", T.StringType(),
+               "custom_assignor, other_client_version, inputs_missing, not_consumer_protocol or unexplained."),
+        column("detail", T.StringType(), "Human-readable detail of the reason."),
+        column("matching_version", T.StringType(), "Client version whose assignor reproduces the record."),
+        column("partition_counts_inferred", T.BooleanType(), "Partition counts inferred from the assignment."),
+        column("member_id", T.StringType(), "Member id ('' when the generation could not be replayed).", False),
+        column("recorded_partitions", T.ArrayType(_TOPIC_PARTITION), "Partitions the leader stored."),
+        column("replayed_partitions", T.ArrayType(_TOPIC_PARTITION), "Partitions the replayed assignor gives."),
+        column("missing_partitions", T.ArrayType(_TOPIC_PARTITION), "Recorded but not replayed."),
+        column("extra_partitions", T.ArrayType(_TOPIC_PARTITION), "Replayed but not recorded."),
+        column("match", T.BooleanType(), "Recorded equals replayed for this member."),
+    ]),
+)
+
+ASSIGNOR_WHATIF = TableSpec(
+    name="assignor_whatif",
+    comment=(
+        "Each group's history replayed under each assignor in sequence (each step's output fed back as the "
+        "next step's owned partitions), with and without static membership: partitions moved, balance, "
+        "partitions paused per rebalance."
+    ),
+    grain=("cluster", "group_id", "generation", "assignor", "static_membership"),
+    partition_columns=("cluster",),
+    schema=T.StructType([
+        _CLUSTER,
+        column("group_id", T.StringType(), "Consumer group id.", False),
+        column("generation", T.LongType(), "Generation replayed.", False),
+        column("assignor", T.StringType(), "Assignor the history was replayed under.", False),
+        column("static_membership", T.BooleanType(),
+               "True: restarts of the same client and host within the session timeout are absorbed, as "
+               "static members (group.instance.id) would be, so those rebalances do not happen.", False),
+        column("members", T.LongType(), "Members in the generation."),
+        column("partitions", T.LongType(), "Partitions assigned."),
+        column("partitions_moved", T.LongType(), "Partitions whose owner changed."),
+        column("balance", T.LongType(), "Max - min partitions per member."),
+        column("paused_partitions", T.LongType(),
+               "Partitions not consumed during the rebalance: all owned ones for eager protocols, moved ones "
+               "for cooperative."),
+        column("error", T.StringType(), "Why the step could not be replayed."),
+    ]),
+)
+
+REBALANCE_STORMS = TableSpec(
+    name="rebalance_storms",
+    comment=(
+        "Windows in which a group rebalanced again and again (thresholds from conf/), with the time it could "
+        "not consume, the causes, the members that flapped, lock-step waves across groups, and a severity."
+    ),
+    grain=("cluster", "group_id", "window_start"),
+    partition_columns=("cluster",),
+    schema=T.StructType([
+        _CLUSTER,
+        column("group_id", T.StringType(), "Consumer group id.", False),
+        column("window_start", T.TimestampType(), "Start of the first rebalance of the storm (UTC).", False),
+        column("window_end", T.TimestampType(), "End of the last rebalance of the storm (UTC)."),
+        column("rebalances", T.LongType(), "Rebalances in the storm."),
+        column("first_generation", T.LongType(), "First generation of the storm."),
+        column("last_generation", T.LongType(), "Last generation of the storm."),
+        column("total_rebalance_seconds", T.DoubleType(), "Summed rebalance durations."),
+        column("stalled_seconds", T.DoubleType(),
+               "Time the group could not consume: all rebalance time for eager protocols, only rebalances that "
+               "revoked partitions for cooperative ones."),
+        column("dominant_cause", T.StringType(), "Most frequent cause."),
+        column("causes", T.MapType(T.StringType(), T.LongType()), "Rebalances per cause."),
+        column("flapping_members", T.ArrayType(T.StringType()),
+               "Members (instance id, or client id @ host) that joined again and again."),
+        column("lockstep_id", T.StringType(), "Shared id of storms of several groups that started together."),
+        column("lockstep_groups", T.LongType(), "Groups in the lock-step wave (0 when none)."),
+        column("severity", T.DoubleType(), "0-100; formula in coordinator_core/storms.py and the README."),
+    ]),
+)
+
+GOLD_TABLES = (GROUP_GENERATIONS, OFFSET_EVENTS, ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, REBALANCE_STORMS)
