@@ -1,27 +1,37 @@
-"""Logs stage: broker and client log files -> raw_log_lines -> coordinator_events, incremental.
+"""Logs stage: broker and client log files -> raw_log_lines + log_file_reads -> coordinator_events.
 
     python -m jobs.logs [--conf conf/local.toml]
 
 Extract (driver, metadata only): the configured globs are listed; each file is known by its content
 identity (`file_id`: cluster, source name and first line), so `server.log` renamed to `server.log.1` and
-later compressed to `server.log.1.gz` is the same file. How far each identity was archived comes from
-raw_log_lines itself (last physical line of its entries).
+later compressed to `server.log.1.gz` is the same file. How far each identity was read comes from
+log_file_reads (last line, and the byte offset just after it, of the last entry read).
 
-Read (executors, one task per file, `mapInArrow`): the file is read in large blocks from the line after
-the archived position; lines are split and entry heads found with Arrow compute (RE2, vectorized), so
-only the rare continuation lines (stack traces) are touched one by one in Python. Files written by a
-container runtime (CRI, docker json, kubectl prefixes) go through coordinator_core's reference reader
-instead. The last entry of an active (not rotated) file is held back: its stack trace may still be
-being written; it is read when the file grows or once it is rotated.
+Scan (executors, one task per file, one `mapInArrow` pass): the file is read in large blocks from the byte
+after the recorded position (or by counting lines when that offset cannot be trusted). Each block becomes
+one Arrow binary array of lines without any per-line Python object: line splitting with NumPy, entry heads
+and coordinator markers with Arrow's RE2 kernels over the whole block, multi-line entries grouped
+column-wise (heads -> segment bounds -> `reduceat`). Only the entries that look like coordinator entries
+(a marker in any of their lines: the broker log-context prefixes and the coordinator logger names, or a
+JSON-layout entry without a logger key) are turned into Python strings, and only those go through
+coordinator_core.classify_log_entry, in the same task. Files written by a container runtime (CRI, docker
+json, compose/kubectl prefixes) go through coordinator_core's reference reader instead. The last entry of
+an active (not rotated) file is held back: its stack trace may still be being written; it is read when
+the file grows or once it is rotated.
 
-Parse: a JVM pre-filter (`contains` on the broker log-context markers and the coordinator logger names:
-a superset of what coordinator_core can classify as anything but unrelated) keeps the few coordinator
-looking entries; those go through coordinator_core.classify_log_entry in one vectorized `mapInArrow`
-batch boundary, the same parser the unit tests prove line kind by line kind. Entries that look like
-coordinator lines but match no catalogue row are counted per file in the run summary.
+What is archived: raw_log_lines keeps the coordinator-looking entries only (everything the catalogue
+parses, today or after a catalogue update, is among them), joined over their physical lines; every line
+read is accounted for per file in log_file_reads (lines, entries, events, unparsed). Archiving every entry
+of a broker's server.log was measured (benchmarks/logs_bench.py --archive-all): the Delta write of every
+line costs more than the whole stage, so it is an option of `run_logs`, not the default.
 
-A run that dies after appending raw_log_lines but before coordinator_events is rolled back by the
-nightly job's recovery (both tables are in the stage's `writes`).
+The run summary counts per file the entries that look like coordinator entries but match no catalogue
+row (`unparsed`), with their first line numbers. A run that dies after appending raw_log_lines but before
+log_file_reads is rolled back by the nightly job's recovery (all three tables are the stage's writes).
+
+Why not Spark's text source: on local[2] the JVM text reader alone (no filter, no write) measured about
+620k lines/s, below the stage's target; the vectorized block reader splits and filters a block at more
+than 1.5M lines/s per core, so the per-file task is both the reader and the filter.
 """
 
 from __future__ import annotations
@@ -34,21 +44,22 @@ import hashlib
 import os
 import re
 import sys
-import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tomllib
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from coordinator_core.logs import CONTAINER_PREFIXES
 from jobs.common.config import PROJECT_ROOT, Config, ConfigError, _build, parse_config
 from jobs.common.delta_io import Tables
-from schemas.logs import COORDINATOR_EVENTS, RAW_LOG_LINES
+from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
 
 # -- configuration ------------------------------------------------------------------------------------
 
@@ -113,33 +124,62 @@ class LogFile:
     rotated: bool
     zone: str
     broker_id: int | None
+    container_layout: bool = False
+    size: int = 0
 
 
 def _open_binary(path: str) -> Any:
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
-def file_identity(cluster: str, source: str, path: str) -> str | None:
-    """Content identity of a log file, or None while it has no complete first line."""
+def _unnamed(java_pattern: str) -> str:
+    """A catalogue pattern with its named groups made plain (one alternation may repeat a name; RE2 and
+    Python refuse that)."""
+    return re.sub(r"\(\?P?<[A-Za-z]\w*>", "(?:", java_pattern)
+
+
+#: Container-runtime line prefixes (coordinator_core's CONTAINER_PREFIXES, docker's json-file records).
+_CONTAINER_LINE = re.compile(
+    "|".join(f"(?:{_unnamed(p)})" for _, p in CONTAINER_PREFIXES) + r'|^\{"log":', re.MULTILINE
+)
+
+
+def _first_bytes(path: str) -> bytes | None:
     try:
         with _open_binary(path) as handle:
-            first = handle.readline(_FIRST_LINE_LIMIT)
+            return bytes(handle.read(_FIRST_LINE_LIMIT))
     except (OSError, EOFError):
         return None
-    if not first.endswith(b"\n") and len(first) < _FIRST_LINE_LIMIT:
+
+
+def _identity_of(cluster: str, source: str, head: bytes | None) -> str | None:
+    if head is None:
         return None
+    cut = head.find(b"\n")
+    if cut < 0 and len(head) < _FIRST_LINE_LIMIT:
+        return None  # no complete first line yet
+    first = head if cut < 0 else head[:cut]
     digest = hashlib.sha256(b"\0".join([cluster.encode(), source.encode(), first.rstrip(b"\r\n")]))
     return digest.hexdigest()[:32]
 
 
+def file_identity(cluster: str, source: str, path: str) -> str | None:
+    """Content identity of a log file, or None while it has no complete first line."""
+    return _identity_of(cluster, source, _first_bytes(path))
+
+
 def list_log_files(sources: Sequence[LogSource]) -> list[LogFile]:
-    """The files of every source, one per identity (a plain copy preferred over a `.gz` of the same file)."""
+    """The files of every source, one per identity (a plain copy preferred over a `.gz` of the same file).
+
+    The first 64 KiB of each file give its identity and whether a container runtime wrote it.
+    """
     by_identity: dict[tuple[str, str], LogFile] = {}
     for source in sources:
         paths = sorted({p for pattern in source.paths for p in glob.glob(pattern) if os.path.isfile(p)})
         for path in paths:
-            file_id = file_identity(source.cluster, source.source, path)
-            if file_id is None:
+            head = _first_bytes(path)
+            file_id = _identity_of(source.cluster, source.source, head)
+            if file_id is None or head is None:
                 continue
             found = LogFile(
                 source.cluster,
@@ -149,6 +189,8 @@ def list_log_files(sources: Sequence[LogSource]) -> list[LogFile]:
                 bool(_ROTATED_NAME.search(path)),
                 source.zone,
                 None if source.broker_id < 0 else source.broker_id,
+                _CONTAINER_LINE.search(head.decode("utf-8", "replace")) is not None,
+                os.path.getsize(path),
             )
             key = (source.cluster, file_id)
             seen = by_identity.get(key)
@@ -161,223 +203,22 @@ def list_log_files(sources: Sequence[LogSource]) -> list[LogFile]:
     return sorted(by_identity.values(), key=lambda f: (f.cluster, f.source, f.path))
 
 
-def archived_positions(raw_log_lines: DataFrame) -> DataFrame:
-    """(cluster, file_id, archived_lines): the last physical line already archived, per file."""
-    return raw_log_lines.groupBy("cluster", "file_id").agg(
-        F.max(F.col("line_number") + F.col("line_count") - 1).alias("archived_lines")
+def archived_positions(log_file_reads: DataFrame) -> DataFrame:
+    """(cluster, file_id, last_line, end_byte): how far each file was read, from its latest read."""
+    return log_file_reads.groupBy("cluster", "file_id").agg(
+        F.max("last_line").alias("last_line"),
+        F.max_by("end_byte", "last_line").alias("end_byte"),
     )
 
 
-# -- read: files -> entries, on the executors -----------------------------------------------------------
+# -- scan: files -> entries -> coordinator-looking entries, classified, on the executors ----------------
 
-_FILE_COLUMNS = T.StructType(
-    [
-        T.StructField("file_id", T.StringType(), False),
-        T.StructField("path", T.StringType(), False),
-        T.StructField("skip_lines", T.LongType(), False),
-        T.StructField("hold_back_last", T.BooleanType(), False),
-    ]
-)
-_ENTRY_COLUMNS = T.StructType(
-    [
-        T.StructField("file_id", T.StringType(), False),
-        T.StructField("line_number", T.LongType(), False),
-        T.StructField("line_count", T.IntegerType(), False),
-        T.StructField("text", T.StringType(), False),
-    ]
-)
-#: Bytes read per block; a block's complete lines become one Arrow batch.
-READ_BLOCK_BYTES = 4 << 20
-
-
-def _re2(java_pattern: str) -> str:
-    """A catalogue pattern for Arrow's RE2: named groups dropped (RE2 refuses a name used twice)."""
-    return re.sub(r"\(\?P?<[A-Za-z]\w*>", "(?:", java_pattern)
-
-
-def read_entries(
-    path: str, skip_lines: int, hold_back_last: bool, block_bytes: int = READ_BLOCK_BYTES
-) -> Iterator[tuple[Any, Any, Any]]:
-    """Entries of one file after `skip_lines`: (line numbers, line counts, texts) per block, as Arrow/NumPy.
-
-    Joins lines exactly like `coordinator_core.iter_log_entries` (a line that is no entry head continues
-    the entry before it; at most MAX_ENTRY_LINES lines per entry); files with container prefixes are read
-    by that function itself.
-    """
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from coordinator_core.logs import CONTAINER_PREFIXES, HEAD_PATTERN
-    from coordinator_core.logs.parser import MAX_ENTRY_LINES
-
-    head_pattern = _re2(HEAD_PATTERN)
-    container_pattern = "|".join(f"(?:{_re2(p)})" for _, p in CONTAINER_PREFIXES) + '|^\\{"log":'
-
-    pending: list[str] = []
-    pending_start = 0
-    seen = 0  # physical lines before the current block
-    rest = b""
-    checked_layout = False
-    with _open_binary(path) as handle:
-        while True:
-            block = handle.read(block_bytes)
-            data = rest + block
-            if block:
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    rest = data
-                    continue
-                data, rest = data[:cut], data[cut + 1 :]
-            elif not data:
-                break
-            else:
-                rest = b""
-            count = data.count(b"\n") + 1
-            if seen + count <= skip_lines:
-                seen += count
-                if not block:
-                    break
-                continue
-            text = data.decode("utf-8", "replace")
-            lines = text.split("\n")
-            if "\r" in text:
-                lines = [line.rstrip("\r") for line in lines]
-            drop = max(0, skip_lines - seen)
-            base = seen + drop + 1  # line number of lines[drop]
-            seen += count
-            lines = lines[drop:]
-            array = pa.array(lines, pa.string())
-            if not checked_layout:
-                checked_layout = True
-                if pc.any(pc.match_substring_regex(array, container_pattern)).as_py():
-                    handle.close()
-                    yield from _reference_entries(path, skip_lines, hold_back_last)
-                    return
-            heads = pc.match_substring_regex(array, head_pattern).to_numpy(zero_copy_only=False)
-            starts = np.flatnonzero(heads)
-            numbers: list[int] = []
-            counts: list[int] = []
-            texts: list[str] = []
-            first = int(starts[0]) if len(starts) else len(lines)
-            if pending:
-                for line in lines[:first]:
-                    if len(pending) >= MAX_ENTRY_LINES:
-                        numbers.append(pending_start)
-                        counts.append(len(pending))
-                        texts.append("\n".join(pending))
-                        pending, pending_start = [], pending_start + len(pending)
-                    pending.append(line)
-                if len(starts):
-                    numbers.append(pending_start)
-                    counts.append(len(pending))
-                    texts.append("\n".join(pending))
-                    pending = []
-            elif first > 0:
-                starts = np.concatenate([[0], starts])  # the file starts mid-entry: an entry of its own
-            if len(starts) == 0:
-                if numbers:  # a pending entry cut at MAX_ENTRY_LINES
-                    yield (np.array(numbers, np.int64), np.array(counts, np.int32), pa.array(texts, pa.string()))
-                continue
-            bounds = np.append(starts, len(lines))
-            lengths = np.diff(bounds)
-            if (lengths > MAX_ENTRY_LINES).any():
-                starts = np.array(
-                    sorted(
-                        int(s) + k
-                        for s, n in zip(starts, lengths)
-                        for k in range(0, int(n), MAX_ENTRY_LINES)
-                    )
-                )
-                bounds = np.append(starts, len(lines))
-                lengths = np.diff(bounds)
-            # The last entry may continue in the next block.
-            last = int(starts[-1])
-            pending, pending_start = lines[last:], base + last
-            complete, complete_lengths = starts[:-1], lengths[:-1]
-            entry_texts = array.take(pa.array(complete, pa.int64()))
-            multi = complete_lengths > 1
-            if multi.any():
-                joined = ["\n".join(lines[int(s) : int(s) + int(n)]) for s, n in zip(complete[multi], complete_lengths[multi])]
-                entry_texts = pc.replace_with_mask(entry_texts, pa.array(multi), pa.array(joined, pa.string()))
-            if numbers:
-                entry_texts = pa.concat_arrays([pa.array(texts, pa.string()), entry_texts])
-            yield (
-                np.concatenate([np.array(numbers, np.int64), complete.astype(np.int64) + base]),
-                np.concatenate([np.array(counts, np.int32), complete_lengths.astype(np.int32)]),
-                entry_texts,
-            )
-            if not block:
-                break
-    if pending and not hold_back_last:
-        yield (np.array([pending_start], np.int64), np.array([len(pending)], np.int32), pa.array(["\n".join(pending)]))
-
-
-def _reference_entries(path: str, skip_lines: int, hold_back_last: bool) -> Iterator[tuple[Any, Any, Any]]:
-    """coordinator_core's own reader, for files whose lines carry container-runtime prefixes."""
-    import numpy as np
-    import pyarrow as pa
-
-    from coordinator_core.logs import iter_log_entries
-
-    with gzip.open(path, "rt", encoding="utf-8", errors="replace") if path.endswith(".gz") else open(
-        path, encoding="utf-8", errors="replace"
-    ) as handle:
-        entries = [e for e in iter_log_entries(handle) if e.line_number > skip_lines]
-    if hold_back_last and entries:
-        entries.pop()
-    for start in range(0, len(entries), 20000):
-        chunk = entries[start : start + 20000]
-        yield (
-            np.array([e.line_number for e in chunk], np.int64),
-            np.array([e.line_count for e in chunk], np.int32),
-            pa.array([e.text for e in chunk], pa.string()),
-        )
-
-
-def _read_files_fn(block_bytes: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    def read_partition(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        arrow_schema = to_arrow_schema(_ENTRY_COLUMNS, timestamp_utc=True, prefers_large_types=False)
-        for files in batches:
-            for file_id, path, skip, hold in zip(*(files.column(c).to_pylist() for c in _FILE_COLUMNS.names)):
-                for numbers, counts, texts in read_entries(path, skip, hold, block_bytes):
-                    ids = pa.array([file_id] * len(numbers), pa.string())
-                    yield pa.RecordBatch.from_arrays(
-                        [ids, pa.array(numbers), pa.array(counts), texts], schema=arrow_schema
-                    )
-
-    return read_partition
-
-
-def read_log_files(files_to_read: DataFrame, block_bytes: int = READ_BLOCK_BYTES) -> DataFrame:
-    """(file_id, path, skip_lines, hold_back_last) rows -> (file_id, line_number, line_count, text) entries."""
-    return files_to_read.select(*_FILE_COLUMNS.names).mapInArrow(_read_files_fn(block_bytes), _ENTRY_COLUMNS)
-
-
-def raw_log_line_rows(entries: DataFrame, log_files: DataFrame, run_id: str, started_at: dt.datetime) -> DataFrame:
-    """Entries read + the files they came from -> raw_log_lines rows."""
-    return entries.join(F.broadcast(log_files), on="file_id", how="inner").select(
-        "cluster",
-        "file_id",
-        "line_number",
-        "line_count",
-        "text",
-        "log_source",
-        "path",
-        "broker_id",
-        "source_zone",
-        F.lit(run_id).alias("ingest_run_id"),
-        F.lit(started_at).cast("timestamp").alias("ingested_at"),
-    )
-
-
-# -- parse: entries -> coordinator events --------------------------------------------------------------
+#: Bytes read per block; a block's complete lines become one Arrow array.
+READ_BLOCK_BYTES = 8 << 20
 
 
 def coordinator_markers() -> tuple[str, ...]:
-    """Texts of which every coordinator-looking entry holds at least one (the JVM pre-filter).
+    """Texts of which every coordinator-looking entry holds at least one (the pre-filter).
 
     The broker log-context prefixes plus the class names of the coordinator loggers; a marker that
     contains another is dropped (`GroupCoordinatorShard` is found by `GroupCoordinator`).
@@ -394,89 +235,389 @@ def coordinator_markers() -> tuple[str, ...]:
     return tuple(sorted(m for m in markers if not any(o != m and o in m for o in markers)))
 
 
-def looks_like_coordinator_entry(text: Column) -> Column:
-    """JVM pre-filter: may this entry be anything but unrelated to coordinator_core's parser?
+def marker_pattern() -> str:
+    """One RE2 alternation of the markers (RE2 runs it as a DFA: one pass over each line)."""
+    return "|".join(re.escape(m) for m in coordinator_markers())
 
-    JSON-layout entries without a logger key are kept too: for them the parser cannot rule out the
-    catalogue by logger.
+
+@dataclass
+class FileScan:
+    """How far a scan of one file got: the position to record and what was seen on the way.
+
+    Attributes:
+        first_line: first physical line of this read (the line after the recorded position).
+        last_line: last physical line of the last entry read (`first_line - 1` when none was).
+        end_byte: offset just after `last_line` in the (uncompressed) file, where the next read seeks to;
+            None when unknown (container-runtime files, which are re-read and skipped by line number).
+        entries: entries read (complete ones; an active file's last entry is held back).
     """
-    condition = F.lit(False)
-    for marker in coordinator_markers():
-        condition = condition | text.contains(marker)
-    return condition | (text.startswith("{") & ~text.contains("logger"))
+
+    first_line: int
+    last_line: int
+    end_byte: int | None
+    entries: int = 0
 
 
-#: Outcome of classify_log_entry per candidate entry, plus the event's fields (null unless an event).
-_EVENT_FIELDS = [f for f in COORDINATOR_EVENTS.schema.fields if f.name not in
-                 ("cluster", "file_id", "line_number", "log_source", "path", "ingest_run_id")]
-PARSED_COLUMNS = T.StructType(
+@dataclass
+class _Pending:
+    """The entry the last block ended in: it may continue in the next block."""
+
+    line_number: int
+    byte_offset: int
+    chunks: list[bytes]
+    line_count: int
+    candidate: bool
+
+
+def _entry_text(data: bytes) -> str:
+    """An entry's physical lines (with their newlines) -> its text: lines joined by \\n, no trailing \\r."""
+    text = data.decode("utf-8", "replace")
+    if text.endswith("\n"):
+        text = text[:-1]
+    if "\r" in text:
+        text = "\n".join(line.rstrip("\r") for line in text.split("\n"))
+    return text
+
+
+def _piece(data: bytes, offsets: Any, first: int, end: int) -> bytes:
+    """Lines `first` to `end` (exclusive) of a block, with their newlines."""
+    return data[int(offsets[first]) : int(offsets[end])]
+
+
+def _segment_starts(heads: Any, n: int, pending_lines: int | None, max_lines: int) -> Any:
+    """Entry starts within a block of `n` lines: its heads, plus a start at 0 when no entry is pending
+    (the read begins mid-entry), plus the cuts that keep every entry at most `max_lines` long."""
+    import numpy as np
+
+    starts = heads if pending_lines is not None or (len(heads) and heads[0] == 0) else np.concatenate(
+        [np.zeros(1, np.int64), heads]
+    )
+    bounds = np.append(starts, n)
+    prefix = int(bounds[0])  # lines that continue the pending entry
+    over_prefix = pending_lines is not None and pending_lines + prefix > max_lines
+    if not over_prefix and not (np.diff(bounds) > max_lines).any():
+        return starts
+    cuts: list[int] = []
+    if over_prefix:
+        assert pending_lines is not None
+        cuts.extend(range(max_lines - pending_lines, prefix, max_lines))
+    for start, end in zip(starts.tolist(), bounds[1:].tolist(), strict=True):
+        cuts.extend(range(start + max_lines, end, max_lines))
+    return np.unique(np.concatenate([starts, np.array(cuts, np.int64)]))
+
+
+def scan_log_file(
+    path: str,
+    scan: FileScan,
+    hold_back_last: bool,
+    *,
+    all_entries: bool = False,
+    block_bytes: int = READ_BLOCK_BYTES,
+) -> Iterator[tuple[list[int], list[int], list[str]]]:
+    """The coordinator-looking entries (every entry with `all_entries`) after `scan.last_line`.
+
+    Yields (line numbers, line counts, texts) per block and advances `scan`. Lines are joined into entries
+    exactly like `coordinator_core.iter_log_entries`: a line that is no entry head continues the entry
+    before it, at most MAX_ENTRY_LINES lines per entry; lines end at \\n, trailing \\r removed.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from coordinator_core.logs import HEAD_PATTERN
+    from coordinator_core.logs.parser import MAX_ENTRY_LINES
+
+    head_pattern, markers = _unnamed(HEAD_PATTERN), marker_pattern()
+    skip_lines = scan.last_line
+    with _open_binary(path) as handle:
+        base_line, base_byte = 1, 0  # line number and file offset of the block's first line
+        if scan.end_byte and _is_line_end(handle, scan.end_byte):
+            handle.seek(scan.end_byte)
+            base_line, base_byte = skip_lines + 1, scan.end_byte
+        pending: _Pending | None = None
+        rest = b""
+        while True:
+            block = handle.read(block_bytes)
+            data = rest + block
+            if block:
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    rest = data
+                    continue
+                data, rest = data[:cut], data[cut:]
+            elif not data:
+                break
+            else:
+                rest = b""
+            view = np.frombuffer(data, np.uint8)
+            ends = np.flatnonzero(view == 10) + 1
+            if len(ends) == 0 or ends[-1] != len(data):
+                ends = np.append(ends, len(data))  # the file's last line has no newline
+            offsets = np.zeros(len(ends) + 1, np.int64)
+            offsets[1:] = ends
+            n = len(ends)
+            drop = min(n, max(0, skip_lines + 1 - base_line))  # lines already read (counting, no seek)
+            block_line, block_byte = base_line + drop, base_byte + int(offsets[drop])
+            base_line, base_byte = base_line + n, base_byte + len(data)
+            if drop == n:
+                if not block:
+                    break
+                continue
+            offsets = offsets[drop:]
+            n -= drop
+            lines = pa.Array.from_buffers(
+                pa.binary(), n, [None, pa.py_buffer((offsets - offsets[0]).astype(np.int32)),
+                                 pa.py_buffer(memoryview(data)[int(offsets[0]):])]
+            )
+            heads = np.flatnonzero(pc.match_substring_regex(lines, head_pattern).to_numpy(zero_copy_only=False))
+            if all_entries:
+                flags = np.ones(n, bool)
+            else:
+                marked = pc.match_substring_regex(lines, markers)
+                json_heads = pc.starts_with(lines, "{")
+                if pc.any(json_heads).as_py():
+                    marked = pc.or_(marked, pc.and_(json_heads, pc.invert(pc.match_substring(lines, "logger"))))
+                flags = marked.to_numpy(zero_copy_only=False)
+            starts = _segment_starts(heads, n, None if pending is None else pending.line_count, MAX_ENTRY_LINES)
+            numbers: list[int] = []
+            counts: list[int] = []
+            texts: list[str] = []
+
+            prefix = int(starts[0]) if len(starts) else n
+            if pending is not None and prefix:
+                pending.chunks.append(_piece(data, offsets, 0, prefix))
+                pending.line_count += prefix
+                pending.candidate = pending.candidate or bool(flags[:prefix].any())
+            if len(starts) == 0:
+                continue
+            if pending is not None:
+                scan.entries += 1
+                scan.last_line, scan.end_byte = block_line - 1 + prefix, block_byte + int(offsets[prefix] - offsets[0])
+                if pending.candidate:
+                    numbers.append(pending.line_number)
+                    counts.append(pending.line_count)
+                    texts.append(_entry_text(b"".join(pending.chunks)))
+            complete = starts[:-1]
+            if len(complete):
+                lengths = np.diff(starts)
+                chosen = np.flatnonzero(np.logical_or.reduceat(flags, starts)[:-1])
+                for index in chosen.tolist():
+                    first = int(complete[index])
+                    numbers.append(block_line + first)
+                    counts.append(int(lengths[index]))
+                    texts.append(_entry_text(_piece(data, offsets, first, first + int(lengths[index]))))
+                scan.entries += len(complete)
+                last = int(starts[-1])
+                scan.last_line, scan.end_byte = block_line + last - 1, block_byte + int(offsets[last] - offsets[0])
+            last = int(starts[-1])
+            pending = _Pending(block_line + last, block_byte + int(offsets[last] - offsets[0]),
+                               [_piece(data, offsets, last, n)], n - last, bool(flags[last:].any()))
+            if numbers:
+                yield numbers, counts, texts
+            if not block:
+                break
+    if pending is not None and not hold_back_last:
+        scan.entries += 1
+        scan.last_line = pending.line_number + pending.line_count - 1
+        scan.end_byte = pending.byte_offset + sum(len(c) for c in pending.chunks)
+        if pending.candidate:
+            yield [pending.line_number], [pending.line_count], [_entry_text(b"".join(pending.chunks))]
+
+
+def _is_line_end(handle: Any, offset: int) -> bool:
+    """Whether `offset` is just after a newline of the file (a recorded position still fits the file)."""
+    try:
+        handle.seek(offset - 1)
+        ok: bool = handle.read(1) == b"\n"
+        handle.seek(0)
+    except (OSError, EOFError):
+        return False
+    return ok
+
+
+def scan_container_file(
+    path: str, scan: FileScan, hold_back_last: bool, *, all_entries: bool = False
+) -> Iterator[tuple[list[int], list[int], list[str]]]:
+    """coordinator_core's reference reader, for files whose lines carry container-runtime prefixes."""
+    from coordinator_core.logs import iter_log_entries
+
+    marker_texts = coordinator_markers()
+    with gzip.open(path, "rt", encoding="utf-8", errors="replace") if path.endswith(".gz") else open(
+        path, encoding="utf-8", errors="replace"
+    ) as handle:
+        entries = [e for e in iter_log_entries(handle) if e.line_number > scan.last_line]
+    if hold_back_last and entries:
+        entries.pop()
+    scan.end_byte = None
+    if entries:
+        scan.entries += len(entries)
+        scan.last_line = entries[-1].line_number + entries[-1].line_count - 1
+    chosen = [
+        e for e in entries
+        if all_entries or any(m in e.text for m in marker_texts)
+        or (e.text.startswith("{") and "logger" not in e.text)
+    ]
+    for start in range(0, len(chosen), 10000):
+        chunk = chosen[start : start + 10000]
+        yield [e.line_number for e in chunk], [e.line_count for e in chunk], [e.text for e in chunk]
+
+
+#: One row per file to scan (the input of the scan task).
+_FILE_COLUMNS = T.StructType(
     [
         T.StructField("cluster", T.StringType(), False),
         T.StructField("file_id", T.StringType(), False),
-        T.StructField("line_number", T.LongType(), False),
-        T.StructField("status", T.StringType(), False),
-        *(T.StructField(f.name, f.dataType, True) for f in _EVENT_FIELDS),
+        T.StructField("log_source", T.StringType(), False),
+        T.StructField("path", T.StringType(), False),
+        T.StructField("source_broker_id", T.IntegerType(), True),
+        T.StructField("source_zone", T.StringType(), False),
+        T.StructField("last_line", T.LongType(), False),
+        T.StructField("end_byte", T.LongType(), True),
+        T.StructField("hold_back_last", T.BooleanType(), False),
+        T.StructField("container_layout", T.BooleanType(), False),
     ]
 )
+#: Event fields as classify_log_entry fills them (the position and source columns come from the file).
+_EVENT_FIELDS = [f for f in COORDINATOR_EVENTS.schema.fields if f.name not in
+                 ("cluster", "file_id", "line_number", "log_source", "path", "ingest_run_id")]
+_FILE_COUNTERS = ("entries", "archived_entries", "events", "known_non_events", "unparsed", "unparsed_below_info")
+#: What the scan task emits: `row_kind` "entry" rows (an archived entry, its classification and event
+#: fields) and one "file" row per file (position and counters). Internal, never a table.
+SCAN_COLUMNS = T.StructType(
+    [
+        *(f for f in _FILE_COLUMNS.fields if f.name not in ("last_line", "end_byte", "hold_back_last",
+                                                              "container_layout")),
+        T.StructField("row_kind", T.StringType(), False),
+        T.StructField("line_number", T.LongType(), True),
+        T.StructField("line_count", T.IntegerType(), True),
+        T.StructField("text", T.StringType(), True),
+        T.StructField("status", T.StringType(), True),
+        *(T.StructField(f.name, f.dataType, True) for f in _EVENT_FIELDS),
+        T.StructField("first_line", T.LongType(), True),
+        T.StructField("last_line", T.LongType(), True),
+        T.StructField("end_byte", T.LongType(), True),
+        *(T.StructField(name, T.LongType(), True) for name in _FILE_COUNTERS),
+        T.StructField("unparsed_lines", T.ArrayType(T.LongType(), False), True),
+    ]
+)
+#: How many unparsed line numbers a file's summary keeps.
+UNPARSED_LINES_KEPT = 5
 
 
-def _classify_fn() -> Callable[[Iterator[Any]], Iterator[Any]]:
-    def classify_partition(batches: Iterator[Any]) -> Iterator[Any]:
+def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def scan_partition(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         from coordinator_core.logs import classify_log_entry
+        from coordinator_core.logs.envelope import zone_of
 
-        arrow_schema = to_arrow_schema(PARSED_COLUMNS, timestamp_utc=True, prefers_large_types=False)
+        arrow_schema = to_arrow_schema(SCAN_COLUMNS, timestamp_utc=True, prefers_large_types=False)
         event_names = [f.name for f in _EVENT_FIELDS]
-        for batch in batches:
-            columns = {c: batch.column(c).to_pylist() for c in ("cluster", "file_id", "line_number", "text",
-                                                               "broker_id", "source_zone")}
-            out: dict[str, list[Any]] = {n: [] for n in ("status", *event_names)}
-            for text, broker_id, zone in zip(columns["text"], columns["broker_id"], columns["source_zone"]):
-                outcome = classify_log_entry(text, source_zone=zone, broker_id=broker_id)
-                out["status"].append(outcome.status)
-                event = outcome.event
-                for name in event_names:
-                    out[name].append(None if event is None else getattr(event, name))
-            arrays = [pa.array(columns[c], arrow_schema.field(c).type) for c in ("cluster", "file_id", "line_number")]
-            arrays += [pa.array(out[n], arrow_schema.field(n).type) for n in ("status", *event_names)]
-            yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+        constant_names = [f.name for f in _FILE_COLUMNS.fields][:6]
 
-    return classify_partition
+        def batch_of(columns: dict[str, list[Any]], rows: int, constants: dict[str, Any]) -> Any:
+            arrays = []
+            for arrow_field in arrow_schema:
+                values = columns.get(arrow_field.name)
+                if values is None:
+                    values = [constants.get(arrow_field.name)] * rows
+                arrays.append(pa.array(values, arrow_field.type))
+            return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+        for files in batches:
+            for file in files.to_pylist():
+                constants = {name: file[name] for name in constant_names}
+                zone = zone_of(file["source_zone"])
+                broker_id = file["source_broker_id"]
+                scan = FileScan(file["last_line"] + 1, file["last_line"], file["end_byte"])
+                counters = dict.fromkeys(_FILE_COUNTERS, 0)
+                unparsed_lines: list[int] = []
+                reader = scan_container_file if file["container_layout"] else scan_log_file
+                options: dict[str, Any] = {"all_entries": all_entries}
+                if reader is scan_log_file:
+                    options["block_bytes"] = block_bytes
+                for numbers, counts, texts in reader(file["path"], scan, file["hold_back_last"], **options):
+                    statuses: list[str] = []
+                    fields: dict[str, list[Any]] = {name: [] for name in event_names}
+                    for number, text in zip(numbers, texts, strict=True):
+                        outcome = classify_log_entry(text, source_zone=zone, broker_id=broker_id)
+                        statuses.append(outcome.status)
+                        event = outcome.event
+                        for name in event_names:
+                            fields[name].append(None if event is None else getattr(event, name))
+                        if outcome.status == "unparsed" and len(unparsed_lines) < UNPARSED_LINES_KEPT:
+                            unparsed_lines.append(number)
+                    yield batch_of(
+                        {"row_kind": ["entry"] * len(numbers), "line_number": numbers, "line_count": counts,
+                         "text": texts, "status": statuses, **fields},
+                        len(numbers), constants,
+                    )
+                    counters["archived_entries"] += len(numbers)
+                    for status in statuses:
+                        key = {"event": "events", "known_non_event": "known_non_events"}.get(status, status)
+                        if key in counters:
+                            counters[key] += 1
+                counters["entries"] = scan.entries
+                yield batch_of(
+                    {"row_kind": ["file"], "first_line": [scan.first_line], "last_line": [scan.last_line],
+                     "end_byte": [scan.end_byte], **{k: [v] for k, v in counters.items() if k in _FILE_COUNTERS},
+                     "unparsed_lines": [unparsed_lines]},
+                    1, constants,
+                )
+
+    return scan_partition
 
 
-def classify_entries(raw_log_lines: DataFrame) -> DataFrame:
-    """raw_log_lines rows -> one PARSED_COLUMNS row per coordinator-looking entry (status + event fields)."""
-    candidates = raw_log_lines.where(looks_like_coordinator_entry(F.col("text")))
-    return candidates.select("cluster", "file_id", "line_number", "text", "broker_id", "source_zone").mapInArrow(
-        _classify_fn(), PARSED_COLUMNS
+def scan_log_files(files_to_read: DataFrame, *, all_entries: bool = False,
+                   block_bytes: int = READ_BLOCK_BYTES) -> DataFrame:
+    """_FILE_COLUMNS rows (one partition per file) -> SCAN_COLUMNS rows: archived entries and file rows."""
+    return files_to_read.select(*_FILE_COLUMNS.names).mapInArrow(
+        _scan_files_fn(all_entries, block_bytes), SCAN_COLUMNS
     )
 
 
-def coordinator_event_rows(parsed: DataFrame, raw_log_lines: DataFrame, run_id: str) -> DataFrame:
-    """Classified entries -> coordinator_events rows (events only), with their file's source and path."""
-    files = raw_log_lines.select("cluster", "file_id", "log_source", "path").distinct()
+def raw_log_line_rows(scanned: DataFrame, run_id: str, started_at: dt.datetime) -> DataFrame:
+    """Scan output -> raw_log_lines rows (the archived entries)."""
+    return scanned.where(F.col("row_kind") == "entry").select(
+        "cluster",
+        "file_id",
+        "line_number",
+        "line_count",
+        "text",
+        "log_source",
+        "path",
+        F.col("source_broker_id").alias("broker_id"),
+        "source_zone",
+        F.lit(run_id).alias("ingest_run_id"),
+        F.lit(started_at).cast("timestamp").alias("ingested_at"),
+    )
+
+
+def coordinator_event_rows(scanned: DataFrame, run_id: str) -> DataFrame:
+    """Scan output -> coordinator_events rows (the entries that are events)."""
     return (
-        parsed.where(F.col("status") == "event")
-        .join(F.broadcast(files), on=["cluster", "file_id"], how="inner")
+        scanned.where((F.col("row_kind") == "entry") & (F.col("status") == "event"))
         .withColumn("ingest_run_id", F.lit(run_id))
         .select(*COORDINATOR_EVENTS.column_names)
     )
 
 
-def unparsed_per_file(parsed: DataFrame) -> DataFrame:
-    """Per file: events, known non-events, and coordinator-looking entries no catalogue row matched."""
-    def count_of(status: str) -> Column:
-        return F.count(F.when(F.col("status") == status, True)).alias(status)
-
-    return parsed.groupBy("cluster", "file_id").agg(
-        count_of("event"),
-        count_of("known_non_event"),
-        count_of("unparsed"),
-        count_of("unparsed_below_info"),
-        F.slice(F.sort_array(F.collect_list(F.when(F.col("status") == "unparsed", F.col("line_number")))), 1, 5)
-        .alias("unparsed_lines"),
+def log_file_read_rows(scanned: DataFrame, run_id: str, started_at: dt.datetime) -> DataFrame:
+    """Scan output -> log_file_reads rows: one per file that had new lines."""
+    return (
+        scanned.where(F.col("row_kind") == "file")
+        .withColumn("lines_read", F.col("last_line") - F.col("first_line") + 1)
+        .where(F.col("lines_read") > 0)
+        .withColumn("ingest_run_id", F.lit(run_id))
+        .withColumn("ingested_at", F.lit(started_at).cast("timestamp"))
+        .select(*LOG_FILE_READS.column_names)
     )
+
+
+def looks_like_coordinator_entry(text: Column) -> Column:
+    """The pre-filter as a Spark SQL condition on an entry's text (to re-select from raw_log_lines)."""
+    condition = text.rlike(marker_pattern())
+    return condition | (text.startswith("{") & ~text.contains("logger"))
 
 
 # -- the stage ------------------------------------------------------------------------------------------
@@ -490,7 +631,7 @@ class LogsResult:
 
     @property
     def entries_archived(self) -> int:
-        return sum(f["entries"] for f in self.files)
+        return sum(f["archived_entries"] for f in self.files)
 
     @property
     def lines_read(self) -> int:
@@ -505,7 +646,8 @@ class LogsResult:
         return sum(f["unparsed"] for f in self.files)
 
     def format(self) -> str:
-        lines = [f"logs: {self.lines_read} new lines, {self.entries_archived} entries, {self.events} events, "
+        lines = [f"logs: {self.lines_read} new lines, {sum(f['entries'] for f in self.files)} entries,"
+                 f" {self.entries_archived} archived, {self.events} events, "
                  f"{self.unparsed} coordinator-looking entries unparsed"]
         for f in self.files:
             if f["lines"] or f["unparsed"]:
@@ -522,63 +664,62 @@ def run_logs(
     sources: Sequence[LogSource],
     run_id: str,
     started_at: dt.datetime,
+    *,
+    archive_all_entries: bool = False,
     block_bytes: int = READ_BLOCK_BYTES,
 ) -> LogsResult:
-    """Archive the new log entries of every source and parse them; returns the per-file summary."""
+    """Archive the new coordinator-looking entries of every source and parse them; per-file summary.
+
+    `archive_all_entries` archives every entry in raw_log_lines, not only the coordinator-looking ones
+    (a full copy of the logs; several times slower, see the module docstring).
+    """
     spark = tables.spark
-    tables.ensure(RAW_LOG_LINES)
-    tables.ensure(COORDINATOR_EVENTS)
+    for spec in (RAW_LOG_LINES, COORDINATOR_EVENTS, LOG_FILE_READS):
+        tables.ensure(spec)
     files = list_log_files(sources)
     if not files:
         return LogsResult()
-    log_files = spark.createDataFrame(
-        [(f.cluster, f.file_id, f.source, f.path, f.broker_id, f.zone, f.rotated) for f in files],
-        "cluster string, file_id string, log_source string, path string, broker_id int, source_zone string, "
-        "rotated boolean",
-    )
     ids = [f.file_id for f in files]
     positions = {
-        (r["cluster"], r["file_id"]): int(r["archived_lines"])
-        for r in archived_positions(tables.read(RAW_LOG_LINES).where(F.col("file_id").isin(ids))).collect()
+        (r["cluster"], r["file_id"]): (int(r["last_line"]), r["end_byte"])
+        for r in archived_positions(tables.read(LOG_FILE_READS).where(F.col("file_id").isin(ids))).collect()
     }
-    to_read = [(f.file_id, f.path, positions.get((f.cluster, f.file_id), 0), not f.rotated) for f in files]
-    parallelism = max(1, min(len(to_read), spark.sparkContext.defaultParallelism))
-    files_to_read = spark.createDataFrame(to_read, _FILE_COLUMNS).repartition(parallelism)
-    entries = read_log_files(files_to_read, block_bytes)
-    tables.append(RAW_LOG_LINES, raw_log_line_rows(entries, log_files.drop("rotated"), run_id, started_at))
-
-    new_lines = tables.read(RAW_LOG_LINES).where(F.col("ingest_run_id") == run_id)
-    parsed = classify_entries(new_lines).persist(StorageLevel.MEMORY_AND_DISK)
+    # Largest first: tasks start in partition order, so the longest scans do not come last.
+    ordered = sorted(files, key=lambda f: -f.size)
+    to_read = [
+        (f.cluster, f.file_id, f.source, f.path, f.broker_id, f.zone, *positions.get((f.cluster, f.file_id), (0, None)),
+         not f.rotated, f.container_layout)
+        for f in ordered
+    ]
+    # One partition per file: a file is scanned in order by one task.
+    files_to_read = spark.createDataFrame(spark.sparkContext.parallelize(to_read, len(to_read)), _FILE_COLUMNS)
+    scanned = scan_log_files(files_to_read, all_entries=archive_all_entries, block_bytes=block_bytes).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
     try:
-        tables.append(COORDINATOR_EVENTS, coordinator_event_rows(parsed, new_lines, run_id))
-        per_file_parsed = {(r["cluster"], r["file_id"]): r.asDict() for r in unparsed_per_file(parsed).collect()}
+        tables.append(RAW_LOG_LINES, raw_log_line_rows(scanned, run_id, started_at))
+        tables.append(COORDINATOR_EVENTS, coordinator_event_rows(scanned, run_id))
+        tables.append(LOG_FILE_READS, log_file_read_rows(scanned, run_id, started_at))
+        per_file = {
+            (r["cluster"], r["file_id"]): r.asDict()
+            for r in scanned.where(F.col("row_kind") == "file").select(
+                "cluster", "file_id", "first_line", "last_line", *_FILE_COUNTERS, "unparsed_lines").collect()
+        }
     finally:
-        parsed.unpersist()
-    per_file_read = {
-        (r["cluster"], r["file_id"]): r
-        for r in new_lines.groupBy("cluster", "file_id")
-        .agg(F.count(F.lit(1)).alias("entries"), F.sum("line_count").alias("lines"), F.min("line_number").alias("first"))
-        .collect()
-    }
+        scanned.unpersist()
     result = LogsResult()
     for f in files:
-        key = (f.cluster, f.file_id)
-        read = per_file_read.get(key)
-        counts = per_file_parsed.get(key, {})
+        read = per_file[(f.cluster, f.file_id)]
         result.files.append(
             {
                 "cluster": f.cluster,
                 "log_source": f.source,
                 "path": f.path,
                 "file_id": f.file_id,
-                "first_line": int(read["first"]) if read else positions.get(key, 0) + 1,
-                "entries": int(read["entries"]) if read else 0,
-                "lines": int(read["lines"]) if read else 0,
-                "events": counts.get("event", 0),
-                "known_non_events": counts.get("known_non_event", 0),
-                "unparsed": counts.get("unparsed", 0),
-                "unparsed_below_info": counts.get("unparsed_below_info", 0),
-                "unparsed_lines": list(counts.get("unparsed_lines") or []),
+                "first_line": int(read["first_line"]),
+                "lines": int(read["last_line"]) - int(read["first_line"]) + 1,
+                **{name: int(read[name]) for name in _FILE_COUNTERS},
+                "unparsed_lines": list(read["unparsed_lines"] or []),
             }
         )
     return result

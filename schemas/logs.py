@@ -5,6 +5,12 @@ to `server.log.1` (or `server.log.2024-05-01-10`) and logrotate may compress it 
 of those names still holds the same lines. `file_id` is derived from the cluster, the configured source
 name and the file's first line, so a rotated or compressed copy is recognised as the file already read
 and only lines past the last one archived are added.
+
+raw_log_lines archives the entries that look like coordinator entries (a coordinator logger or broker
+log-context marker in any of their lines, or a JSON-layout entry without a logger key), not every line of
+a broker's server.log: at the stage's throughput target the Delta write of every line alone costs more
+than the whole stage. Every line read is still accounted for, per file and run, in log_file_reads, which
+also holds how far each file was read.
 """
 
 from __future__ import annotations
@@ -33,9 +39,12 @@ _SOURCE = [
 RAW_LOG_LINES = TableSpec(
     name="raw_log_lines",
     comment=(
-        "One row per log entry of a broker or client log file: physical lines joined with a newline when "
-        "an entry spans several (stack traces, multi-line messages), container prefixes removed. "
-        "Append-only, incremental by file identity and line position."
+        "One row per coordinator-looking log entry of a broker or client log file (a coordinator logger or "
+        "broker log-context marker in any of its lines, or a JSON-layout entry without a logger key; every "
+        "entry when the stage runs with archive_all_entries): physical lines joined with a newline when an "
+        "entry spans several (stack traces, multi-line messages), container prefixes removed. The lines "
+        "not archived are counted per file in log_file_reads. Append-only, incremental by file identity "
+        "and line position."
     ),
     grain=("cluster", "file_id", "line_number"),
     partition_columns=("cluster",),
@@ -98,6 +107,53 @@ COORDINATOR_EVENTS = TableSpec(
             column("partitions", T.StringType(), "Topic partitions as printed, brackets removed (opaque)."),
             column("message", T.StringType(), "The message text (envelope removed).", False),
             column("ingest_run_id", T.StringType(), "Run that parsed the entry.", False),
+        ]
+    ),
+)
+
+LOG_FILE_READS = TableSpec(
+    name="log_file_reads",
+    comment=(
+        "One row per run and log file that had new lines: the line range read (every physical line, archived "
+        "or not), where the next read starts, and what the lines held (entries, entries archived in "
+        "raw_log_lines, events, coordinator-looking entries that did not parse)."
+    ),
+    grain=("cluster", "file_id", "first_line"),
+    partition_columns=("cluster",),
+    properties={"delta.appendOnly": "true"},
+    schema=T.StructType(
+        [
+            _POSITION[0],
+            _POSITION[1],
+            column("first_line", T.LongType(), "First physical line read in this run (1-based).", False),
+            column("last_line", T.LongType(), "Last physical line read: the end of the last complete entry.", False),
+            column(
+                "end_byte",
+                T.LongType(),
+                "Offset just after last_line in the uncompressed file, where the next read seeks to; null for "
+                "container-runtime files (re-read from the start and skipped by line number).",
+            ),
+            *_SOURCE,
+            column("lines_read", T.LongType(), "Physical lines read (last_line - first_line + 1).", False),
+            column("entries", T.LongType(), "Log entries in those lines (an entry may span several lines).", False),
+            column("archived_entries", T.LongType(), "Entries archived in raw_log_lines.", False),
+            column("events", T.LongType(), "Entries that are coordinator events.", False),
+            column("known_non_events", T.LongType(), "Coordinator lines the catalogue knows to carry no event.", False),
+            column(
+                "unparsed",
+                T.LongType(),
+                "Coordinator-looking entries (INFO and above) that no catalogue row matched.",
+                False,
+            ),
+            column("unparsed_below_info", T.LongType(), "Unmatched DEBUG/TRACE coordinator entries.", False),
+            column(
+                "unparsed_lines",
+                T.ArrayType(T.LongType(), False),
+                "Line numbers of the first unparsed entries (at most 5).",
+                False,
+            ),
+            column("ingest_run_id", T.StringType(), "Run that read the lines.", False),
+            column("ingested_at", T.TimestampType(), "When that run started (UTC).", False),
         ]
     ),
 )
