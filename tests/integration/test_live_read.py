@@ -33,7 +33,11 @@ def consume_everything(bootstrap_servers: str, timeout: float = 60.0) -> tuple[l
         partitions = [TopicPartition(TOPIC, p) for p in sorted(consumer.partitions_for_topic(TOPIC) or [])]
         assert len(partitions) == 50
         consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
+        # Explicit seeks: kafka-python 2.2.15's position() spins forever after seek_to_beginning() on a
+        # manually assigned partition (the lazy offset reset is never completed inside that loop).
+        beginning = consumer.beginning_offsets(partitions)
+        for tp in partitions:
+            consumer.seek(tp, beginning[tp])
         end = consumer.end_offsets(partitions)
         records: list[tuple[int, int, bytes | None, bytes | None]] = []
         deadline = time.monotonic() + timeout
