@@ -202,17 +202,20 @@ def test_transactional_offset_commits_and_their_markers(data: Data) -> None:
     scenario = data.scenarios["transactions"]
     records = [d for d in data.records(scenario) if d.record.record_type == OFFSET_COMMIT]
     assert all(d.entry.is_transactional for d in records)
-    partition = records[0].partition
-    markers = [c for c in data.controls if c.partition == partition and c.entry.producer_id == records[0].entry.producer_id]
+    producer_id = records[0].entry.producer_id
+    markers = sorted((c for c in data.controls
+                      if c.partition == records[0].partition and c.entry.producer_id == producer_id),
+                     key=lambda c: c.entry.offset)
     outcomes = []
-    for marker in sorted(markers, key=lambda c: c.entry.offset):
-        in_txn = [d for d in records if d.entry.offset < marker.entry.offset
-                  and all(d.entry.offset > m.entry.offset for m in markers if m.entry.offset < marker.entry.offset)]
+    previous_marker = -1
+    for marker in markers:  # a transaction is everything of this producer since its previous marker
+        in_txn = [d for d in records if previous_marker < d.entry.offset < marker.entry.offset]
         outcomes.append({
             "outcome": {"COMMIT": "commit", "ABORT": "abort"}[marker.entry.control_type],
             "offsets": {f"{d.record.key.topic}-{d.record.key.partition}": d.record.value.offset for d in in_txn},
             "metadata": {d.record.value.metadata for d in in_txn},
         })
+        previous_marker = marker.entry.offset
     expected = [{"outcome": t["outcome"], "offsets": t["offsets"], "metadata": {t["metadata"]}}
                 for t in scenario["transactions"]]
     assert outcomes == expected

@@ -107,7 +107,7 @@ def compare_fields(kafka: Any, ours: Any, path: str) -> list[str]:
         if len(kafka) != len(ours):
             return [f"{path}: Kafka has {len(kafka)} items, ours {len(ours)}"]
         problems = []
-        for i, (k, o) in enumerate(zip(kafka, ours)):
+        for i, (k, o) in enumerate(zip(kafka, ours, strict=False)):
             problems += compare_fields(k, o, f"{path}[{i}]")
         return problems
     if isinstance(ours, (bytes, bytearray)):
@@ -184,6 +184,6 @@ def compare_segment(path: Any, dumped_records: list[DumpedRecord]) -> tuple[int,
         problems.append(f"{path}: offsets differ: {len(ours_offsets)} ours vs {len(kafka_offsets)} Kafka's; "
                         f"missing {missing}, extra {extra}")
         return 0, problems
-    for entry, dumped in zip(entries, dumped_records):
+    for entry, dumped in zip(entries, dumped_records, strict=False):
         problems += [f"{path}: {p}" for p in compare_entry(entry, dumped)]
     return len(entries), problems

@@ -18,10 +18,10 @@ import sys
 import time
 
 from kafka import KafkaConsumer
-from kafka.coordinator.base import MemberState
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from kafka.coordinator.base import MemberState
 
 ASSIGNORS = {
     "range": RangePartitionAssignor,

@@ -16,13 +16,15 @@ fails (ScenarioError) rather than record a guess. Tests compare these records wi
 Kafka's dump-log tool read from the segments.
 
 The expected history of a classic group is the list of `generations`; causes use this vocabulary:
-`join` (a new member joined), `leave_group` (a member closed and sent LeaveGroup), `session_timeout` (a
-member stopped heartbeating: killed), `max_poll_interval_exceeded` (a member stopped polling and left),
-`rejoin` (that member polled again), `cooperative_follow_up` (the second round of an incremental
-cooperative rebalance), `group_empty` (the last member left; the generation still advances, with no
-members). `group_created` is generation 0: the first JoinGroup creates the group, and the Kafka 4.x
-coordinator stores it, empty, before the first rebalance completes. A static member restarting within its session timeout is not a generation: it is listed under
-`static_restarts`.
+`group_created` (generation 0: the first JoinGroup creates the group, and the Kafka 4.x coordinator
+stores it, empty, before the first rebalance completes), `join` (a new member joined), `leave_group` (a
+member closed and sent LeaveGroup), `session_timeout` (a member stopped heartbeating: killed, or a static
+member stopped), `max_poll_interval_exceeded` (a member stopped polling and left), `rejoin` (that member
+polled again), `cooperative_follow_up` (the second round of an incremental cooperative rebalance), and
+`join+session_timeout` (a crash-looping member's new incarnation joined while the dead one was still in
+the group; the rebalance completed when the dead one's session expired). When the last member leaves,
+the generation still advances, with no members and no protocol. A static member restarting within its
+session timeout is not a generation: it is listed under `static_restarts`.
 
 Scenarios run concurrently (each on its own group), so the whole set takes about as long as the slowest
 one; session timeouts are 6 s (10 s for static members) and heartbeats 1 s.
