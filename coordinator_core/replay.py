@@ -12,9 +12,9 @@ partitions moved, the balance, and the pause exposure (an eager protocol revokes
 cooperative one only what moves).
 
 Partition counts are not in `__consumer_offsets`. Callers pass them when they know them (from offset
-commits or the cluster); otherwise they are inferred as (highest assigned partition + 1) per subscribed
-topic, which is exact whenever every partition of a subscribed topic was assigned, as Kafka's assignors
-do, and the result says it was inferred.
+commits or the cluster); otherwise they are inferred as (highest assigned or owned partition + 1) per
+subscribed topic, which is exact whenever every partition of a subscribed topic was assigned or still
+owned, as Kafka's assignors ensure, and the result says it was inferred.
 """
 
 from __future__ import annotations
@@ -170,7 +170,10 @@ def replay_generation(value: GroupMetadataValue, *, kafka_version: str = NEWEST_
     except ValueError as e:
         return result("not_replayable", "inputs_missing", str(e))
     inferred = partition_counts is None
-    counts = infer_partition_counts(subs, recorded.values()) if partition_counts is None else dict(partition_counts)
+    # Owned partitions count too: in the first round of a cooperative rebalance the partitions that move
+    # are withheld from the stored assignment but are still owned by their previous members.
+    counts = (infer_partition_counts(subs, [*recorded.values(), *(s.owned_partitions for s in subs)])
+              if partition_counts is None else dict(partition_counts))
 
     def run(version: str) -> tuple[MemberReplay, ...] | str:
         try:

@@ -2,9 +2,11 @@
 in lock-step.
 
 Input is one :class:`Rebalance` per completed (or abandoned) generation, as the generation history
-produces them. A storm is a run of at least ``min_rebalances`` rebalances of one group that starts within
-``window_minutes`` and continues while each next rebalance starts less than ``quiet_minutes`` after the
-previous one ended; a quiet period of that length ends it. Thresholds come from the project's conf/.
+produces them. A run of rebalances of one group continues while each next rebalance starts less than ``quiet_minutes``
+after the previous one ended; a quiet period of that length ends it. The run is a storm when at least
+``min_rebalances`` of its rebalances start within ``window_minutes``, or when a member flaps in it: the
+same member (instance id, or client id and host) joins ``flapping_min_rejoins`` times, as a crash-looping
+consumer or one that keeps exceeding ``max.poll.interval.ms`` does. Thresholds come from conf/.
 
 Severity (0-100) is documented so an operator can reason about the ranking::
 
@@ -173,11 +175,14 @@ def group_storms(rebalances: Iterable[Rebalance], thresholds: StormThresholds | 
     run: list[Rebalance] = []
 
     def close() -> None:
-        # A run is a storm if some `min_rebalances` consecutive rebalances of it start within the window.
-        if len(run) >= t.min_rebalances and any(
+        # A run is a storm if some `min_rebalances` consecutive rebalances of it start within the window,
+        # or if a member flaps in it (joins `flapping_min_rejoins` times: a crash loop, a consumer that
+        # keeps exceeding max.poll.interval.ms), however few rebalances that took.
+        dense = len(run) >= t.min_rebalances and any(
             run[i + t.min_rebalances - 1].started_at - run[i].started_at <= window
             for i in range(len(run) - t.min_rebalances + 1)
-        ):
+        )
+        if dense or _flapping(run, t.flapping_min_rejoins):
             storms.append(_storm(run, t))
 
     for r in ordered:

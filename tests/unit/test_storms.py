@@ -96,3 +96,13 @@ def test_lockstep_wave_across_groups() -> None:
 
 def test_severity_is_capped() -> None:
     assert severity(10_000, 1e9, 50, True) == 100.0
+
+
+def test_a_flapping_member_makes_a_storm_even_with_few_rebalances() -> None:
+    # 4 rebalances in 6 minutes is below min_rebalances=10, but one member joins three times
+    flapper = MemberIdentity("worker", "/10.0.0.9")
+    rebalances = [rb("g", i, 2 * i, 5, "new_member", joined=(flapper,) if i % 2 == 0 else ()) for i in range(6)]
+    thresholds = StormThresholds(min_rebalances=10)
+    [storm] = group_storms(rebalances, thresholds)
+    assert (storm.rebalances, storm.flapping_members) == (6, ("worker@/10.0.0.9",))
+    assert group_storms(rebalances[:4], thresholds) == []  # joined only twice: no storm
