@@ -6,8 +6,9 @@
 * `live_run` (session): every scenario of tests/kafka_testbed/scenarios.py run once against that broker,
   then a snapshot copy of the `__consumer_offsets` segments it wrote (taken while the broker keeps
   running: segments closed by a roll and the active one).
-* `sample_dir`: the committed sample captured from the same Kafka release (samples/kafka-<version>), so
-  the oracle also runs on data that does not depend on this machine's broker.
+* `sample` (parametrized over SAMPLE_JAR_SETS): a committed sample captured from the Kafka release of a
+  jar set (samples/kafka-<version>: 4.x from jvm/kafka, 3.x from jvm/kafka-3), so the oracle also runs
+  on data that does not depend on this machine's broker, and on a 3.x broker's data without starting one.
 
 The jar set comes from `scripts/bootstrap --kafka` (which scripts/test runs); without it these tests
 fail with a message that says so, rather than skip.
@@ -58,16 +59,25 @@ def live_run(kafka_broker: KafkaBroker, tmp_path_factory: pytest.TempPathFactory
     return LiveRun(kafka_broker, document, snapshot, client_log_dir)
 
 
-@pytest.fixture(scope="session")
-def sample_dir() -> Path:
-    path = ROOT / "samples" / f"kafka-{kafka_version()}"
+SAMPLE_JAR_SETS = ["kafka", "kafka-3"]
+
+
+@dataclass
+class Sample:
+    jar_set: str
+    path: Path
+    scenarios: dict[str, Any]
+
+
+def load_sample(jar_set: str) -> Sample:
+    path = ROOT / "samples" / f"kafka-{kafka_version(jar_set)}"
     if not (path / "scenarios.json").is_file():
-        pytest.fail(f"no committed sample for the Kafka release of the jar set: {path} "
-                    "(python -m tests.kafka_testbed.capture writes it)")
-    return path
+        pytest.fail(f"no committed sample for the Kafka release of jar set {jar_set}: {path} "
+                    f"(python -m tests.kafka_testbed.capture --jar-set {jar_set} writes it)")
+    return Sample(jar_set, path, json.loads((path / "scenarios.json").read_text()))
 
 
-@pytest.fixture(scope="session")
-def sample_scenarios(sample_dir: Path) -> dict[str, Any]:
-    return json.loads((sample_dir / "scenarios.json").read_text())  # type: ignore[no-any-return]
+@pytest.fixture(scope="session", params=SAMPLE_JAR_SETS)
+def sample(request: pytest.FixtureRequest) -> Sample:
+    return load_sample(request.param)
 

@@ -44,6 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_JAR_DIR = ROOT / ".cache" / "jars" / "kafka"
+DEFAULT_JAR_SET = "kafka"      # jvm/kafka/pom.xml: the pinned 4.x release; "kafka-3" is the 3.x one
 LOOPBACK = "127.0.0.1"
 
 # The stock Kafka 4.x layout (config/log4j2.yaml: logPattern "[%d] %p %m (%c)%n").
@@ -64,32 +65,44 @@ class BrokerError(RuntimeError):
     """The broker could not be formatted, started or stopped; the message quotes its log."""
 
 
-def kafka_jar_dir() -> Path:
-    """The jar directory, or a BrokerError that says how to fetch it."""
-    if not any(KAFKA_JAR_DIR.glob("kafka-clients-*.jar")):
+def kafka_jar_dir(jar_set: str = DEFAULT_JAR_SET) -> Path:
+    """The jar directory of a jar set (jvm/<jar_set>/pom.xml), or a BrokerError that says how to fetch it."""
+    path = ROOT / ".cache" / "jars" / jar_set
+    if not any(path.glob("kafka-clients-*.jar")):
         raise BrokerError(
-            f"no Kafka jars in {KAFKA_JAR_DIR}; run `scripts/bootstrap --kafka` "
-            "(or `python scripts/fetch_jars.py kafka`)"
+            f"no Kafka jars in {path}; run `scripts/bootstrap --kafka` "
+            f"(or `python scripts/fetch_jars.py {jar_set}`)"
         )
-    return KAFKA_JAR_DIR
+    return path
 
 
-def kafka_version() -> str:
-    """The Kafka release the jar set holds, read from the kafka-clients jar name (e.g. '4.3.1')."""
-    for jar in sorted(kafka_jar_dir().glob("kafka-clients-*.jar")):
+def kafka_version(jar_set: str = DEFAULT_JAR_SET) -> str:
+    """The Kafka release a jar set holds, read from the kafka-clients jar name (e.g. '4.3.1')."""
+    for jar in sorted(kafka_jar_dir(jar_set).glob("kafka-clients-*.jar")):
         match = re.fullmatch(r"kafka-clients-(\d+\.\d+\.\d+)\.jar", jar.name)
         if match:
             return match.group(1)
-    raise BrokerError(f"cannot tell the Kafka version from the jars in {KAFKA_JAR_DIR}")
+    raise BrokerError(f"cannot tell the Kafka version from the jars of {jar_set}")
+
+
+def kafka_major(jar_set: str = DEFAULT_JAR_SET) -> int:
+    return int(kafka_version(jar_set).split(".")[0])
 
 
 def java_command(main_class: str, *args: str, jvm_options: tuple[str, ...] = (),
-                 log4j2_config: Path | None = None) -> list[str]:
-    """A `java` command line running a class from the Kafka jar set."""
+                 log4j2_config: Path | None = None, jar_set: str = DEFAULT_JAR_SET) -> list[str]:
+    """A `java` command line running a class from a Kafka jar set.
+
+    `log4j2_config` is the logging configuration file: log4j2 for Kafka 4.x, log4j 1.2 (reload4j)
+    properties for 3.x.
+    """
     cmd = ["java", *DEFAULT_JVM_OPTIONS, *jvm_options]
     if log4j2_config is not None:
-        cmd.append(f"-Dlog4j2.configurationFile={log4j2_config}")
-    cmd += ["-cp", str(kafka_jar_dir() / "*"), main_class, *args]
+        if kafka_major(jar_set) >= 4:
+            cmd.append(f"-Dlog4j2.configurationFile={log4j2_config}")
+        else:
+            cmd.append(f"-Dlog4j.configuration=file:{log4j2_config}")
+    cmd += ["-cp", str(kafka_jar_dir(jar_set) / "*"), main_class, *args]
     return cmd
 
 
@@ -128,6 +141,22 @@ def random_cluster_id() -> str:
             return text
 
 
+def client_log_config(log_file: Path, jar_set: str = DEFAULT_JAR_SET, level: str = "INFO") -> str:
+    """The logging configuration of a Java client for the jar set's logging framework."""
+    if kafka_major(jar_set) >= 4:
+        return client_log4j2_config(log_file, level)
+    return "\n".join([
+        "log4j.rootLogger=WARN, file",
+        "log4j.appender.file=org.apache.log4j.FileAppender",
+        f"log4j.appender.file.File={log_file}",
+        "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
+        f"log4j.appender.file.layout.ConversionPattern={STOCK_LOG_PATTERN}",
+        f"log4j.logger.org.apache.kafka.clients.consumer={level}",
+        f"log4j.logger.org.apache.kafka.clients.producer={level}",
+        "",
+    ])
+
+
 def client_log4j2_config(log_file: Path, level: str = "INFO") -> str:
     """A log4j2 configuration for a Java client (console consumer/producer) writing one file.
 
@@ -151,6 +180,34 @@ def client_log4j2_config(log_file: Path, level: str = "INFO") -> str:
         f"logger.producer.level = {level}",
         "",
     ])
+
+
+def _broker_log4j_config(log_dir: Path) -> str:
+    """Kafka 3.x (reload4j): the stock config/log4j.properties layout, into fixed files (no hourly roll)."""
+    lines = ["log4j.rootLogger=INFO, kafkaAppender"]
+    files = {"kafkaAppender": "server.log", "controllerAppender": "controller.log",
+             "stateChangeAppender": "state-change.log", "cleanerAppender": "log-cleaner.log",
+             "requestAppender": "kafka-request.log"}
+    for name, file_name in files.items():
+        lines += [
+            f"log4j.appender.{name}=org.apache.log4j.FileAppender",
+            f"log4j.appender.{name}.File={log_dir / file_name}",
+            f"log4j.appender.{name}.layout=org.apache.log4j.PatternLayout",
+            f"log4j.appender.{name}.layout.ConversionPattern={STOCK_LOG_PATTERN}",
+        ]
+    lines += [
+        "log4j.logger.kafka=INFO", "log4j.logger.org.apache.kafka=INFO",
+        "log4j.logger.kafka.request.logger=WARN, requestAppender", "log4j.additivity.kafka.request.logger=false",
+        "log4j.logger.kafka.network.RequestChannel$=WARN, requestAppender",
+        "log4j.additivity.kafka.network.RequestChannel$=false",
+        "log4j.logger.org.apache.kafka.controller=INFO, controllerAppender",
+        "log4j.additivity.org.apache.kafka.controller=false",
+        "log4j.logger.kafka.controller=INFO, controllerAppender", "log4j.additivity.kafka.controller=false",
+        "log4j.logger.kafka.log.LogCleaner=INFO, cleanerAppender", "log4j.additivity.kafka.log.LogCleaner=false",
+        "log4j.logger.state.change.logger=INFO, stateChangeAppender",
+        "log4j.additivity.state.change.logger=false",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _broker_log4j2_config(log_dir: Path) -> str:
@@ -226,17 +283,20 @@ class KafkaBroker:
     """One single-node KRaft broker (combined broker + controller) on loopback.
 
     Attributes:
-        work_dir: holds server.properties, log4j2.properties, `data/` (log.dirs) and `logs/`.
+        work_dir: holds server.properties, logging.properties, `data/` (log.dirs) and `logs/`.
         bootstrap_servers: `127.0.0.1:<port>` of the PLAINTEXT listener.
         version: the Kafka release of the jars.
     """
 
-    def __init__(self, work_dir: Path | None = None, overrides: Mapping[str, str] | None = None) -> None:
+    def __init__(self, work_dir: Path | None = None, overrides: Mapping[str, str] | None = None,
+                 jar_set: str = DEFAULT_JAR_SET) -> None:
         self._own_work_dir = work_dir is None
         self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="cgh-kafka-"))
         self.data_dir = self.work_dir / "data"
         self.log_dir = self.work_dir / "logs"
-        self.version = kafka_version()
+        self.jar_set = jar_set
+        self.version = kafka_version(jar_set)
+        self.major = kafka_major(jar_set)
         self.port = free_port()
         self.controller_port = free_port()
         self.bootstrap_servers = f"{LOOPBACK}:{self.port}"
@@ -247,6 +307,12 @@ class KafkaBroker:
             "controller.quorum.voters": f"1@{LOOPBACK}:{self.controller_port}",
             "log.dirs": str(self.data_dir),
         })
+        if self.major < 4:
+            # 3.x accepts small segments directly (no 1 MiB floor, no internal.segment.bytes) and has no
+            # share groups.
+            self.settings["offsets.topic.segment.bytes"] = str(CONSUMER_OFFSETS_SEGMENT_BYTES)
+            for key in [k for k in self.settings if k.startswith("share.")]:
+                del self.settings[key]
         self.settings.update(overrides or {})
         self._process: subprocess.Popen[bytes] | None = None
         self._stdout_path = self.log_dir / "kafka-stdout.log"
@@ -281,7 +347,8 @@ class KafkaBroker:
         self.log_dir.mkdir(exist_ok=True)
         body = "".join(f"{k}={v}\n" for k, v in self.settings.items())
         self.properties_file.write_text("# written by tests/kafka_testbed/broker.py\n" + body)
-        (self.work_dir / "log4j2.properties").write_text(_broker_log4j2_config(self.log_dir))
+        config = _broker_log4j2_config if self.major >= 4 else _broker_log4j_config
+        (self.work_dir / "logging.properties").write_text(config(self.log_dir))
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def format_storage(self) -> None:
@@ -289,7 +356,7 @@ class KafkaBroker:
         self._write_config()
         cmd = java_command(
             "kafka.tools.StorageTool", "format", "-t", random_cluster_id(), "-c", str(self.properties_file),
-            log4j2_config=self.work_dir / "log4j2.properties",
+            log4j2_config=self.work_dir / "logging.properties", jar_set=self.jar_set,
         )
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
         if done.returncode != 0:
@@ -303,7 +370,7 @@ class KafkaBroker:
         cmd = java_command(
             "kafka.Kafka", str(self.properties_file),
             jvm_options=(f"-Dkafka.logs.dir={self.log_dir}",),
-            log4j2_config=self.work_dir / "log4j2.properties",
+            log4j2_config=self.work_dir / "logging.properties", jar_set=self.jar_set,
         )
         with open(self._stdout_path, "ab") as out:
             self._process = subprocess.Popen(
@@ -351,6 +418,8 @@ class KafkaBroker:
                     time.sleep(0.3)
         finally:
             admin.close()
+        if self.major < 4:
+            return  # offsets.topic.segment.bytes already is small
         cmd = java_command(
             "kafka.admin.ConfigCommand", "--bootstrap-server", self.bootstrap_servers, "--alter",
             "--entity-type", "topics", "--entity-name", "__consumer_offsets",

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .broker import ROOT, KafkaBroker, kafka_version
+from .broker import DEFAULT_JAR_SET, ROOT, KafkaBroker, kafka_version
 from .scenarios import SCENARIOS, run_scenarios
 
 MAX_SAMPLE_BYTES = 5 * 1024 * 1024
@@ -78,9 +78,12 @@ def readme(document: dict[str, Any], segments: list[Path], out: Path, captured_a
         "",
         f"* `__consumer_offsets-N/*.log`: {len(segments)} non-empty segments of "
         f"{len({p.parent.name for p in segments})} partitions (50 partitions in the topic; the others held "
-        "no data). Segments were rolled every 8 KiB (`internal.segment.bytes`) and never compacted "
+        "no data). Segments were rolled every 8 KiB and never compacted "
         "(`log.cleaner.min.compaction.lag.ms` one day), so the full history of every group is here.",
-        "* `broker/server.log`: the broker's log4j2 output in the stock layout `[%d] %p %m (%c)%n`, UTC.",
+        f"* `broker/server.log`: the broker's {'log4j2' if broker.major >= 4 else 'log4j (reload4j)'} output in "
+        "the stock layout `[%d] %p %m (%c)%n`, UTC. Its group coordinator is "
+        + ("the Java one (`org.apache.kafka.coordinator.group`, 4.x default)." if broker.major >= 4 else
+           "the old Scala one (`kafka.coordinator.group.GroupCoordinator`, 3.x default)."),
         "* `clients/java-*.log`: Kafka's Java consumer (console consumer) at INFO for its "
         "`org.apache.kafka.clients.consumer` loggers, stock layout, UTC. `clients/kafka-python*.log`: "
         "kafka-python's log (`[time] LEVEL [thread = client id] message (logger)`).",
@@ -98,8 +101,10 @@ def readme(document: dict[str, Any], segments: list[Path], out: Path, captured_a
                 "group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
                 "log.cleaner.min.compaction.lag.ms"):
         lines.append(f"| `{key}` | `{broker.settings[key]}` |")
+    if broker.major >= 4:
+        lines.append("| `internal.segment.bytes` (topic config of `__consumer_offsets`; 4.x refuses "
+                     "`segment.bytes` below 1 MiB) | `8192` |")
     lines += [
-        "| `internal.segment.bytes` (topic config of `__consumer_offsets`) | `8192` |",
         "",
         "## Scenarios",
         "",
@@ -128,13 +133,13 @@ def readme(document: dict[str, Any], segments: list[Path], out: Path, captured_a
     return "\n".join(lines)
 
 
-def capture(out: Path, names: list[str] | None = None) -> Path:
+def capture(out: Path, names: list[str] | None = None, jar_set: str = DEFAULT_JAR_SET) -> Path:
     captured_at = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    broker = KafkaBroker()
+    broker = KafkaBroker(jar_set=jar_set)
     client_log_dir = broker.work_dir / "clients"
     try:
         broker.start()
-        document = run_scenarios(broker.bootstrap_servers, client_log_dir, names=names)
+        document = run_scenarios(broker.bootstrap_servers, client_log_dir, names=names, jar_set=jar_set)
         time.sleep(1.0)  # let the last auto-commits and heartbeats land before the controlled shutdown
     finally:
         broker.stop()
@@ -157,13 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None, help="default: samples/kafka-<version>")
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: all")
+    parser.add_argument("--jar-set", default=DEFAULT_JAR_SET, help="jvm/<jar set>/pom.xml: kafka (4.x), kafka-3")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(threadName)s %(message)s")
     logging.getLogger("kafka").propagate = False  # kafka-python goes to the client log file only
     # A SIGTERM (CI time-out, kill) must still run the finally blocks that stop the broker.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    out = (args.out or ROOT / "samples" / f"kafka-{kafka_version()}").resolve()
-    capture(out, args.scenario)
+    out = (args.out or ROOT / "samples" / f"kafka-{kafka_version(args.jar_set)}").resolve()
+    capture(out, args.scenario, args.jar_set)
     return 0
 
 

@@ -21,9 +21,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .broker import java_command
+from .broker import DEFAULT_JAR_SET, java_command, kafka_major
 
-DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
+# The tool's class: ported to Java in 4.0 (the 3.x one is the Scala object kafka.tools.DumpLogSegments).
+DUMP_LOG_SEGMENTS = {3: "kafka.tools.DumpLogSegments", 4: "org.apache.kafka.tools.DumpLogSegments"}
 
 _DUMPING = re.compile(r"^Dumping (.+)$")
 _BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) .*?producerId: (-?\d+) producerEpoch: (-?\d+) "
@@ -114,13 +115,15 @@ def parse_dump(text: str) -> dict[str, DumpedFile]:
     return files
 
 
-def dump_segments(paths: Iterable[Path], timeout: float = 300) -> dict[Path, DumpedFile]:
+def dump_segments(paths: Iterable[Path], timeout: float = 300,
+                  jar_set: str = DEFAULT_JAR_SET) -> dict[Path, DumpedFile]:
     """Run DumpLogSegments --offsets-decoder once over all `paths`; results keyed by the given paths."""
     paths = [Path(p).resolve() for p in paths]
     if not paths:
         return {}
-    cmd = java_command(DUMP_LOG_SEGMENTS, "--offsets-decoder", "--files", ",".join(map(str, paths)),
-                       jvm_options=("-Dlog4j2.level=WARN",))
+    main_class = DUMP_LOG_SEGMENTS[min(4, kafka_major(jar_set))]
+    cmd = java_command(main_class, "--offsets-decoder", "--files", ",".join(map(str, paths)),
+                       jvm_options=("-Dlog4j2.level=WARN",), jar_set=jar_set)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"DumpLogSegments failed ({done.returncode}): {done.stderr[-3000:]}")

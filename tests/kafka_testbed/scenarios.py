@@ -52,7 +52,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 
-from .broker import ROOT, client_log4j2_config, die_with_parent, java_command, kafka_version
+from .broker import DEFAULT_JAR_SET, ROOT, client_log_config, die_with_parent, java_command, kafka_major, kafka_version
 from .member import ASSIGNORS, PYTHON_LOG_FORMAT, member_view
 
 log = logging.getLogger(__name__)
@@ -297,15 +297,18 @@ class JavaConsoleMember(Member):
         self.client_id = client_id
         self.group_instance_id = properties.get("group.instance.id")
         self.log_file = ctx.client_log_dir / f"{log_name}.log"
-        config = ctx.client_log_dir / f".{log_name}.log4j2.properties"
-        config.write_text(client_log4j2_config(self.log_file))
+        config = ctx.client_log_dir / f".{log_name}.logging.properties"
+        config.write_text(client_log_config(self.log_file, ctx.jar_set))
         args = ["--bootstrap-server", ctx.bootstrap_servers, "--topic", topic, "--group", group]
+        # 4.x renamed --consumer-property to --command-property (the old name still works, with a warning).
+        flag = "--command-property" if ctx.major >= 4 else "--consumer-property"
         for key, value in {"client.id": client_id, "auto.offset.reset": "earliest",
                            "auto.commit.interval.ms": "2000", **properties}.items():
-            args += ["--command-property", f"{key}={value}"]
+            args += [flag, f"{key}={value}"]
         self._offset = self.log_file.stat().st_size if self.log_file.exists() else 0
         self._process = subprocess.Popen(
-            java_command("org.apache.kafka.tools.consumer.ConsoleConsumer", *args, log4j2_config=config),
+            java_command("org.apache.kafka.tools.consumer.ConsoleConsumer", *args, log4j2_config=config,
+                         jar_set=ctx.jar_set),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
             start_new_session=True, preexec_fn=die_with_parent,
         )
@@ -383,8 +386,11 @@ class JavaConsoleMember(Member):
 class ScenarioContext:
     """Connection to the broker, topic set-up, process bookkeeping and the client log directory."""
 
-    def __init__(self, bootstrap_servers: str, client_log_dir: Path) -> None:
+    def __init__(self, bootstrap_servers: str, client_log_dir: Path, jar_set: str = DEFAULT_JAR_SET) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.jar_set = jar_set
+        self.version = kafka_version(jar_set)
+        self.major = kafka_major(jar_set)
         self.client_log_dir = client_log_dir
         client_log_dir.mkdir(parents=True, exist_ok=True)
         self.admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id="cgh-scenario-admin")
@@ -437,9 +443,9 @@ class GroupTracker:
         self.last_generation = 0
 
     def add(self, member: Member) -> Member:
-        if not self.record.generations:
+        if not self.record.generations and self.ctx.major >= 4:
             # The first JoinGroup creates the group; Kafka 4.x's group coordinator stores the new, empty
-            # group at generation 0 before the first rebalance completes.
+            # group at generation 0 before the first rebalance completes (3.x's Scala one does not).
             self.record.generations.append(GenerationRecord(
                 generation=0, cause="group_created", trigger=member.client_id, members=[], member_ids={},
                 group_instance_ids={}, assignment={}, protocol=None,
@@ -554,8 +560,8 @@ class GroupTracker:
 KAFKA_PYTHON = "kafka-python 2.2.15"
 
 
-def _java_client() -> str:
-    return f"Apache Kafka {kafka_version()} Java consumer (org.apache.kafka.tools.consumer.ConsoleConsumer)"
+def _java_client(ctx: ScenarioContext) -> str:
+    return f"Apache Kafka {ctx.version} Java consumer (org.apache.kafka.tools.consumer.ConsoleConsumer)"
 
 
 def _classic(name: str, description: str, assignor: str, client: str = KAFKA_PYTHON,
@@ -735,7 +741,7 @@ def scenario_sticky(ctx: ScenarioContext) -> ScenarioRecord:
 def scenario_cooperative_sticky(ctx: ScenarioContext) -> ScenarioRecord:
     record = _classic("cooperative-sticky", "Java consumers with the cooperative-sticky assignor: each join is "
                       "two rounds (revoke, then assign); then one member leaves and the other closes.",
-                      "cooperative-sticky", client=_java_client())
+                      "cooperative-sticky", client=_java_client(ctx))
     topic = next(iter(record.topics))
     ctx.create_topic(topic)
     tracker = GroupTracker(ctx, record)
@@ -765,7 +771,7 @@ def scenario_static_members(ctx: ScenarioContext) -> ScenarioRecord:
                       f"session.timeout.ms={STATIC_SESSION_TIMEOUT_MS}). One restarts within its session "
                       "timeout: no rebalance, the coordinator swaps its member id. Then both stop without "
                       "leaving (static members do not send LeaveGroup) and are removed on session timeout.",
-                      "range", client=_java_client())
+                      "range", client=_java_client(ctx))
     topic = next(iter(record.topics))
     ctx.create_topic(topic)
     tracker = GroupTracker(ctx, record)
@@ -888,7 +894,7 @@ def scenario_consumer_protocol(ctx: ScenarioContext) -> ScenarioRecord:
         name="consumer-protocol", group_id="cgh-consumer-protocol",
         description="A KIP-848 group (group.protocol=consumer, server-side assignor, Java consumer): two "
                     "members join one after the other, the second leaves, then the first.",
-        client=_java_client(), group_protocol="consumer", protocol_type="consumer", assignor=None,
+        client=_java_client(ctx), group_protocol="consumer", protocol_type="consumer", assignor=None,
         topics={"cgh.consumer-protocol": PARTITIONS_PER_TOPIC},
     )
     topic = next(iter(record.topics))
@@ -977,19 +983,29 @@ def attach_python_client_log(client_log_dir: Path) -> logging.Handler:
     return handler
 
 
+# KIP-848 groups need the 4.x coordinator; enabling them on 3.x would switch 3.x to its early-access new
+# coordinator, and the 3.x sample exists to show the old one.
+NEEDS_KAFKA_4 = {"consumer-protocol"}
+
+
+def scenario_names(jar_set: str = DEFAULT_JAR_SET) -> list[str]:
+    """The scenarios that run against a jar set's broker, slowest first."""
+    return [n for n in _RUN_ORDER if kafka_major(jar_set) >= 4 or n not in NEEDS_KAFKA_4]
+
+
 def run_scenarios(bootstrap_servers: str, client_log_dir: Path, names: Iterable[str] | None = None,
-                  workers: int = 4) -> dict[str, Any]:
+                  workers: int = 4, jar_set: str = DEFAULT_JAR_SET) -> dict[str, Any]:
     """Run the scenarios against a broker and return the document written as scenarios.json.
 
     Raises ScenarioError (after every scenario has finished) if any scenario failed.
     """
-    selected = [n for n in _RUN_ORDER if names is None or n in set(names)]
+    selected = [n for n in scenario_names(jar_set) if names is None or n in set(names)]
     unknown = set(names or []) - set(SCENARIOS)
     if unknown:
         raise ValueError(f"unknown scenarios: {sorted(unknown)}")
     client_log_dir.mkdir(parents=True, exist_ok=True)
     handler = attach_python_client_log(client_log_dir)
-    ctx = ScenarioContext(bootstrap_servers, client_log_dir)
+    ctx = ScenarioContext(bootstrap_servers, client_log_dir, jar_set)
     results: dict[str, ScenarioRecord] = {}
     failures: dict[str, BaseException] = {}
     started = time.monotonic()
@@ -1013,7 +1029,7 @@ def run_scenarios(bootstrap_servers: str, client_log_dir: Path, names: Iterable[
     if failures:
         raise ScenarioError("scenarios failed: " + "; ".join(f"{n}: {e!r}" for n, e in failures.items()))
     return {
-        "kafka_version": kafka_version(),
+        "kafka_version": ctx.version,
         "clients": sorted({r.client for r in results.values()}),
         "run_seconds": round(time.monotonic() - started, 1),
         "scenarios": {name: asdict(results[name]) for name in selected},
