@@ -17,18 +17,21 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from coordinator_core.logs import iter_log_entries
+from coordinator_core.logs import classify_log_entry, iter_log_entries
+from coordinator_core.logs import parser as log_parser
 from jobs.common.config import ConfigError
 from jobs.common.delta_io import Tables
 from jobs.logs import (
+    FileScan,
     LogSource,
-    classify_entries,
     file_identity,
+    list_log_files,
     parse_log_sources,
-    read_entries,
     run_logs,
+    scan_container_file,
+    scan_log_file,
 )
-from schemas.logs import COORDINATOR_EVENTS, RAW_LOG_LINES
+from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
 
 STARTED = dt.datetime(2024, 6, 1, 3, 0, 0)
 M1 = "consumer-orders-svc-1-1a2b3c4d-0000-4e5f-8a9b-0123456789ab"
@@ -71,6 +74,10 @@ EVENT_COLUMNS = (
     " member_id string, client_id string, reason string, cause_class string"
 )
 RAW_COLUMNS = "path string, line_number long, line_count int, text string"
+READ_COLUMNS = (
+    "path string, first_line long, last_line long, lines_read long, entries long, archived_entries long,"
+    " events long, unparsed long, unparsed_lines array<long>, ingest_run_id string"
+)
 
 
 def write_lines(path: Path, lines: list[str], mode: str = "w") -> None:
@@ -97,6 +104,12 @@ def events(tables: Tables) -> DataFrame:
 def raw_lines(tables: Tables) -> DataFrame:
     return tables.read(RAW_LOG_LINES).select("path", "line_number", "line_count", "text").orderBy(
         "path", "line_number"
+    )
+
+
+def file_reads(tables: Tables) -> DataFrame:
+    return tables.read(LOG_FILE_READS).select(*[c.split()[0] for c in READ_COLUMNS.split(",")]).orderBy(
+        "path", "first_line"
     )
 
 
@@ -135,21 +148,33 @@ def test_events_extracted_with_their_fields(spark: SparkSession, tables: Tables,
     assert_df_equality(actual, expected, ignore_nullable=True, ignore_metadata=True)
     assert [f.name for f in tables.read(COORDINATOR_EVENTS).schema.fields] == COORDINATOR_EVENTS.column_names
 
-    stack_trace = spark.createDataFrame(
-        [(server, 4, 3, "\n".join(BROKER_LINES[3:6]))], RAW_COLUMNS
-    )
-    assert_df_equality(raw_lines(tables).where(F.col("line_count") > 1), stack_trace, ignore_nullable=True, ignore_metadata=True)
-    summary = {(f["log_source"], f["lines"], f["events"], f["unparsed"], tuple(f["unparsed_lines"]))
+    # Archived: the coordinator-looking entries only (not the MBean line, the ReplicaFetcher stack trace
+    # or the client's KafkaConsumer line); the unparsed "Frobnicated" line is archived too.
+    archived = spark.createDataFrame(
+        [(server, 2, 1, BROKER_LINES[1]), (server, 3, 1, BROKER_LINES[2]), (server, 7, 1, BROKER_LINES[6]),
+         (server, 8, 1, BROKER_LINES[7]), (client, 1, 1, CLIENT_LINES[0])],
+        RAW_COLUMNS,
+    ).orderBy("path", "line_number")
+    assert_df_equality(raw_lines(tables), archived, ignore_nullable=True, ignore_metadata=True)
+    reads = spark.createDataFrame(
+        [(server, 1, 8, 8, 6, 4, 3, 1, [8], "run-1"), (client, 1, 2, 2, 2, 1, 1, 0, [], "run-1")], READ_COLUMNS
+    ).orderBy("path", "first_line")
+    assert_df_equality(file_reads(tables), reads, ignore_nullable=True, ignore_metadata=True)
+    summary = {(f["log_source"], f["lines"], f["entries"], f["events"], f["unparsed"], tuple(f["unparsed_lines"]))
                for f in result.files}
-    assert summary == {("broker-1", 8, 3, 1, (8,)), ("orders-consumer", 2, 1, 0, ())}
+    assert summary == {("broker-1", 8, 6, 3, 1, (8,)), ("orders-consumer", 2, 2, 1, 0, ())}
 
 
 def test_rerun_adds_nothing(spark: SparkSession, tables: Tables, log_root: Path) -> None:
     run(tables, log_root, 1)
     raw_before, events_before = raw_lines(tables).collect(), events(tables).collect()
+    reads_before = file_reads(tables).collect()
     again = run(tables, log_root, 2)
     assert_df_equality(raw_lines(tables), spark.createDataFrame(raw_before, RAW_COLUMNS), ignore_nullable=True, ignore_metadata=True)
     assert_df_equality(events(tables), spark.createDataFrame(events_before, EVENT_COLUMNS), ignore_nullable=True, ignore_metadata=True)
+    assert_df_equality(file_reads(tables), spark.createDataFrame(reads_before, READ_COLUMNS), ignore_nullable=True,
+                       ignore_metadata=True)
+    assert len(reads_before) == 2
     assert [(f["lines"], f["events"], f["unparsed"]) for f in again.files] == [(0, 0, 0), (0, 0, 0)]
 
 
@@ -173,7 +198,10 @@ def test_appended_lines_are_picked_up(spark: SparkSession, tables: Tables, log_r
     # The held-back line 9 and the new line 10 are read; line 11 is the new held-back last entry.
     assert (broker["first_line"], broker["lines"], broker["events"]) == (9, 2, 2)
     numbers = [r["line_number"] for r in raw_lines(tables).where(F.col("path") == str(server)).collect()]
-    assert numbers == [1, 2, 3, 4, 7, 8, 9, 10]
+    assert numbers == [2, 3, 7, 8, 9, 10]
+    ranges = [(r["first_line"], r["last_line"], r["ingest_run_id"])
+              for r in file_reads(tables).where(F.col("path") == str(server)).collect()]
+    assert ranges == [(1, 8, "run-1"), (9, 10, "run-2")]
 
 
 def test_rotated_and_gzipped_files(spark: SparkSession, tables: Tables, log_root: Path) -> None:
@@ -218,7 +246,17 @@ def test_rotated_and_gzipped_files(spark: SparkSession, tables: Tables, log_root
     # 7 entries of the first server.log (its last one read from server.log.1), 1 of the new server.log (its
     # last held back), 2 of app.log (last held back), 1 of app.log.2.gz; no grain twice.
     assert grain.where(F.col("count") > 1).count() == 0
-    assert grain.count() == 11
+    # Archived entries: lines 2, 3, 7, 8 of the first server.log and its line 9 read from server.log.1, line 1
+    # of the new server.log (its line 2 held back), line 1 of app.log, line 1 of app.log.2.gz.
+    assert grain.count() == 8
+    reads = file_reads(tables).select("path", "first_line", "last_line", "ingest_run_id")
+    expected_reads = spark.createDataFrame(
+        [(str(broker_dir / "server.log"), 1, 1, "run-2"), (str(broker_dir / "server.log"), 1, 8, "run-1"),
+         (str(broker_dir / "server.log.1"), 9, 9, "run-2"), (str(log_root / "client" / "app.log"), 1, 2, "run-1"),
+         (str(log_root / "client" / "app.log.2.gz"), 1, 1, "run-2")],
+        "path string, first_line long, last_line long, ingest_run_id string",
+    )
+    assert_df_equality(reads, expected_reads, ignore_nullable=True, ignore_metadata=True, ignore_row_order=True)
 
 
 def test_malformed_coordinator_lines_counted_per_file(tables: Tables, tmp_path: Path) -> None:
@@ -241,42 +279,94 @@ def test_malformed_coordinator_lines_counted_per_file(tables: Tables, tmp_path: 
     assert counts == [("server.log.3", 1, 1, 1, (1,)), ("server.log.4", 0, 1, 0, (1,))]
 
 
-def test_fast_reader_joins_entries_like_the_reference_reader(tmp_path: Path) -> None:
-    lines = [
-        "continuation before any head",
-        *BROKER_LINES,
-        "[2024-06-01 10:00:07,000] ERROR boom (kafka.server.KafkaApis)\r",
-        *[f"\tat frame{i}" for i in range(40)],
-        "Caused by: java.lang.IllegalStateException: x\r",
-        *CLIENT_LINES,
-    ]
+def scanned(path: Path, skip: int = 0, hold_back_last: bool = False, end_byte: int | None = None,
+            **options: object) -> tuple[list[tuple[int, int, str]], FileScan]:
+    scan = FileScan(skip + 1, skip, end_byte)
+    rows = [row for numbers, counts, texts in scan_log_file(str(path), scan, hold_back_last, **options)  # type: ignore[arg-type]
+            for row in zip(numbers, counts, texts, strict=True)]
+    return rows, scan
+
+
+MIXED_LINES = [
+    "continuation before any head",
+    *BROKER_LINES,
+    "[2024-06-01 10:00:07,000] ERROR boom (kafka.server.KafkaApis)\r",
+    *[f"\tat frame{i}" for i in range(40)],
+    "Caused by: java.lang.IllegalStateException: x\r",
+    *CLIENT_LINES,
+]
+
+
+def test_scanner_joins_entries_like_the_reference_reader(tmp_path: Path) -> None:
     path = tmp_path / "mixed.log.1"
-    write_lines(path, lines)
+    write_lines(path, MIXED_LINES)
     with open(path, encoding="utf-8") as handle:
         reference = [(e.line_number, e.line_count, e.text) for e in iter_log_entries(handle)]
+    last = reference[-1][0] + reference[-1][1] - 1
     for block_bytes in (64, 300, 1 << 20):
-        got = [
-            row
-            for numbers, counts, texts in read_entries(str(path), 0, False, block_bytes)
-            for row in zip(numbers.tolist(), counts.tolist(), texts.to_pylist())
-        ]
-        assert got == reference, block_bytes
-    skipped = [n for numbers, _, _ in read_entries(str(path), 10, True, 128) for n in numbers.tolist()]
-    assert skipped == [n for n, _, _ in reference if n > 10][:-1]
+        rows, scan = scanned(path, all_entries=True, block_bytes=block_bytes)
+        assert rows == reference, block_bytes
+        assert (scan.last_line, scan.end_byte, scan.entries) == (last, path.stat().st_size, len(reference))
+    rows, scan = scanned(path, 10, hold_back_last=True, all_entries=True, block_bytes=128)
+    assert rows == [r for r in reference if r[0] > 10][:-1]
+    assert scan.last_line == reference[-1][0] - 1
+
+
+def test_scanner_keeps_coordinator_looking_entries_only(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.log.1"
+    write_lines(path, MIXED_LINES)
+    rows, scan = scanned(path, block_bytes=256)
+    # By hand: MIXED_LINES[i] is line i + 1; the GroupCoordinator/GroupMetadataManager lines of the broker
+    # and the ConsumerCoordinator lines of the client.
+    assert [(n, c) for n, c, _ in rows] == [(3, 1), (4, 1), (8, 1), (9, 1), (10, 1), (53, 1), (55, 1)]
+    assert rows[0][2] == BROKER_LINES[1]
+    assert scan.entries == 12
+
+
+def test_scanner_resumes_at_the_recorded_byte_or_by_counting(tmp_path: Path) -> None:
+    path = tmp_path / "server.log"
+    write_lines(path, BROKER_LINES)
+    first, scan = scanned(path, hold_back_last=True, all_entries=True)
+    assert scan.last_line == 8 and scan.end_byte == sum(len(line) + 1 for line in BROKER_LINES[:8])
+    write_lines(path, CLIENT_LINES, mode="a")
+    resumed, by_seek = scanned(path, scan.last_line, end_byte=scan.end_byte, all_entries=True)
+    counted, by_count = scanned(path, scan.last_line, all_entries=True)
+    # An offset that is not just after a newline (the file was replaced) is not trusted: lines are counted.
+    distrusted, by_distrust = scanned(path, scan.last_line, end_byte=scan.end_byte + 3, all_entries=True)
+    assert [n for n, _, _ in resumed] == [9, 10, 11, 12]
+    assert resumed == counted == distrusted
+    assert by_seek == by_count == by_distrust
+
+
+def test_scanner_cuts_entries_at_the_line_limit_like_the_reference(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(log_parser, "MAX_ENTRY_LINES", 4)
+    path = tmp_path / "long.log.1"
+    write_lines(path, MIXED_LINES)
+    with open(path, encoding="utf-8") as handle:
+        reference = [(e.line_number, e.line_count, e.text) for e in iter_log_entries(handle)]
+    assert max(count for _, count, _ in reference) == 4
+    for block_bytes in (50, 333, 1 << 20):
+        assert scanned(path, all_entries=True, block_bytes=block_bytes)[0] == reference, block_bytes
 
 
 def test_container_prefixed_files_use_the_reference_reader(tmp_path: Path) -> None:
-    path = tmp_path / "kafka-0.log"
+    (tmp_path / "k").mkdir()
+    path = tmp_path / "k" / "kafka-0.log"
     write_lines(path, [
         "2024-06-01T10:00:00.000000001Z stdout P [2024-06-01 10:00:00,000] INFO [GroupCoordinator 1]: Stabilized",
         "2024-06-01T10:00:00.000000002Z stdout F  group g generation 7 " + GC,
         "2024-06-01T10:00:01.000000000Z stdout F [2024-06-01 10:00:01,000] INFO x (kafka.server.KafkaServer)",
+        "2024-06-01T10:00:02.000000000Z stdout F [2024-06-01 10:00:02,000] INFO y (kafka.server.KafkaServer)",
     ])
-    got = [row for n, c, t in read_entries(str(path), 0, False) for row in zip(n.tolist(), c.tolist(), t.to_pylist())]
-    assert got == [
-        (1, 2, "[2024-06-01 10:00:00,000] INFO [GroupCoordinator 1]: Stabilized group g generation 7 " + GC),
-        (3, 1, "[2024-06-01 10:00:01,000] INFO x (kafka.server.KafkaServer)"),
-    ]
+    write_lines(tmp_path / "k" / "plain.log", BROKER_LINES)
+    layouts = {Path(f.path).name: f.container_layout
+               for f in list_log_files([LogSource("c", "k", (str(tmp_path / "k" / "*.log"),))])}
+    assert layouts == {"kafka-0.log": True, "plain.log": False}
+    scan = FileScan(1, 0, None)
+    got = [row for n, c, t in scan_container_file(str(path), scan, True) for row in zip(n, c, t, strict=True)]
+    assert got == [(1, 2, "[2024-06-01 10:00:00,000] INFO [GroupCoordinator 1]: Stabilized group g generation 7 " + GC)]
+    assert (scan.last_line, scan.end_byte, scan.entries) == (3, None, 2)
 
 
 def test_file_identity_survives_rotation_and_compression(tmp_path: Path) -> None:
@@ -300,15 +390,71 @@ def test_log_sources_config_is_strict(tmp_path: Path) -> None:
         parse_log_sources([{"cluster": "c", "source": "b1", "path": "x"}], root=tmp_path)
 
 
-def test_prefilter_keeps_every_entry_the_parser_does_not_call_unrelated(spark: SparkSession) -> None:
-    from coordinator_core.logs import classify_log_entry
-
-    texts = [*BROKER_LINES, *CLIENT_LINES, '{"message": "[GroupCoordinator 1]: Stabilized group g generation 7"}',
-             '{"message": "hello", "logger_name": "kafka.server.KafkaServer"}', "[GroupCoordinator 3]: bare"]
-    rows = [("c", "f", i + 1, t, None, "UTC") for i, t in enumerate(texts)]
-    raw = spark.createDataFrame(rows, "cluster string, file_id string, line_number long, text string,"
-                                      " broker_id int, source_zone string")
-    kept = {r["line_number"] for r in classify_entries(raw).collect()}
-    related = {i + 1 for i, t in enumerate(texts) if classify_log_entry(t).status != "unrelated"}
+def test_prefilter_keeps_every_entry_the_parser_does_not_call_unrelated(tmp_path: Path) -> None:
+    texts = [*MIXED_LINES, '{"message": "[GroupCoordinator 1]: Stabilized group g generation 7"}',
+             '{"message": "hello", "logger_name": "kafka.server.KafkaServer"}', "[GroupCoordinator 3]: bare",
+             "[2024-06-01 08:00:06,000] INFO [Consumer clientId=c-1, groupId=g] Updating assignment with",
+             "\tAssigned partitions:                       [orders-0]",
+             " (org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)",
+             "[2024-06-01 08:00:07,000] INFO done (kafka.server.KafkaServer)"]
+    path = tmp_path / "prefilter.log.1"
+    write_lines(path, texts)
+    with open(path, encoding="utf-8") as handle:
+        entries = list(iter_log_entries(handle))
+    related = {e.line_number for e in entries if classify_log_entry(e.text).status != "unrelated"}
+    kept = {n for n, _, _ in scanned(path)[0]}
     assert related <= kept
-    assert kept - related <= {2 + len(BROKER_LINES)}  # the client's "Subscribed" line (consumer prefix, other logger)
+    # Kept although the parser calls it unrelated: the JSON "hello" entry, which the envelope-less
+    # "[GroupCoordinator 3]: bare" line continues (a marker in a continuation line; the parser reads the
+    # entry as broken JSON whose first line names no coordinator).
+    assert kept - related == {2 + len(MIXED_LINES)}
+    assert 1 + len(MIXED_LINES) + 3 in related  # the message whose logger is on its last line
+
+
+def test_multi_line_coordinator_entries_archived_joined(spark: SparkSession, tables: Tables, tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    load_error = [
+        "[2024-06-01 10:00:08,000] ERROR [GroupMetadataManager brokerId=1] Error loading offsets from"
+        " __consumer_offsets-12 (kafka.coordinator.group.GroupMetadataManager)",
+        "org.apache.kafka.common.errors.NotLeaderOrFollowerException: x",
+        "\tat kafka.coordinator.group.GroupMetadataManager.load(GroupMetadataManager.scala:1)",
+    ]
+    update = [
+        "[2024-06-01 10:00:09,000] INFO [Consumer clientId=c-1, groupId=orders-svc] Updating assignment with",
+        "\tAssigned partitions:                       [orders-0, orders-1]",
+        "\tRevoked partitions (owned - assigned):     []",
+        " (org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)",
+    ]
+    unrelated = ["[2024-06-01 10:00:10,000] WARN fetch failed (kafka.server.ReplicaFetcherThread)",
+                 "\tat x.y(Z.java:1)"]
+    path = tmp_path / "b" / "server.log.1"
+    write_lines(path, [*unrelated, *load_error, *unrelated, *update])
+    run_logs(tables, [LogSource("c3", "broker-1", (str(path),), "UTC", 1)], "run-1", STARTED)
+    expected_raw = spark.createDataFrame(
+        [(str(path), 3, 3, "\n".join(load_error)), (str(path), 8, 4, "\n".join(update))], RAW_COLUMNS
+    )
+    assert_df_equality(raw_lines(tables), expected_raw, ignore_nullable=True, ignore_metadata=True)
+    actual = tables.read(COORDINATOR_EVENTS).select("line_number", "event_type", "offsets_partition", "error",
+                                                    "partitions").orderBy("line_number")
+    expected = spark.createDataFrame(
+        [(3, "OFFSETS_LOAD_FAILED", 12, "org.apache.kafka.common.errors.NotLeaderOrFollowerException", None),
+         (8, "CLIENT_COOPERATIVE_UPDATE", None, None, "orders-0, orders-1")],
+        "line_number long, event_type string, offsets_partition int, error string, partitions string",
+    )
+    assert_df_equality(actual, expected, ignore_nullable=True, ignore_metadata=True)
+    assert [f.name for f in tables.read(LOG_FILE_READS).schema.fields] == LOG_FILE_READS.column_names
+    assert [f.name for f in tables.read(RAW_LOG_LINES).schema.fields] == RAW_LOG_LINES.column_names
+
+
+def test_archive_all_entries_keeps_every_entry(spark: SparkSession, tables: Tables, log_root: Path) -> None:
+    run_logs(tables, sources_for(log_root)[:1], "run-1", STARTED, archive_all_entries=True)
+    server = str(log_root / "broker-1" / "server.log")
+    expected = spark.createDataFrame(
+        [(server, 1, 1, BROKER_LINES[0]), (server, 2, 1, BROKER_LINES[1]), (server, 3, 1, BROKER_LINES[2]),
+         (server, 4, 3, "\n".join(BROKER_LINES[3:6])), (server, 7, 1, BROKER_LINES[6]),
+         (server, 8, 1, BROKER_LINES[7])],
+        RAW_COLUMNS,
+    )
+    assert_df_equality(raw_lines(tables), expected, ignore_nullable=True, ignore_metadata=True)
+    assert [r["event_type"] for r in events(tables).collect()] == [
+        "MEMBER_FAILED_SESSION_TIMEOUT", "REBALANCE_PREPARED", "GROUP_STABILIZED"]
