@@ -39,7 +39,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -490,8 +490,3 @@ def _stop_leftover_brokers() -> None:
     for broker in list(_LIVE):
         broker.stop(timeout=20)
 
-
-def iter_server_log(broker: KafkaBroker) -> Iterator[str]:
-    """The broker's server.log lines (for tests that look for coordinator lines)."""
-    with open(broker.server_log, encoding="utf-8", errors="replace") as handle:
-        yield from (line.rstrip("\n") for line in handle)

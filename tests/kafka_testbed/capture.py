@@ -71,7 +71,7 @@ def readme(document: dict[str, Any], segments: list[Path], out: Path, captured_a
         "",
         f"Captured {captured_at} by `python -m tests.kafka_testbed.capture --out {_shown(out)}` "
         "from a single-node KRaft broker (combined broker + controller, loopback only) assembled from the "
-        f"Maven Central jars of Apache Kafka {document['kafka_version']} (`jvm/kafka/pom.xml`). Every byte "
+        f"Maven Central jars of Apache Kafka {document['kafka_version']} (`jvm/{broker.jar_set}/pom.xml`). Every byte "
         "here was written by that broker or its clients; nothing is synthesized.",
         "",
         "## Contents",
