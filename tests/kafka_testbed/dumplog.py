@@ -15,6 +15,7 @@ records only for `endTxnMarker` and `coordinatorEpoch`.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Iterable
@@ -66,12 +67,26 @@ class DumpedFile:
     invalid_tail_bytes: int = 0
 
 
+_JSON = json.JSONDecoder()
+
+
 def split_key_payload(line: str) -> tuple[str | None, str | None]:
-    """The texts after ` key: ` and after the first ` payload: ` that follows it."""
+    """The texts after ` key: ` and after the ` payload: ` that follows it.
+
+    A JSON key is read as JSON, so a group or topic name that itself contains " payload: " cannot cut
+    it short; any other key text ends at the first ` payload: `.
+    """
     key_at = line.find(" key: ")
     if key_at < 0:
         return None, None
     rest = line[key_at + len(" key: "):]
+    if rest.startswith("{"):
+        try:
+            _, end = _JSON.raw_decode(rest)
+        except ValueError:
+            end = -1
+        if end > 0 and rest.startswith(" payload: ", end):
+            return rest[:end], rest[end + len(" payload: "):]
     payload_at = rest.find(" payload: ")
     if payload_at < 0:
         return rest, None
