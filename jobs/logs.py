@@ -41,6 +41,7 @@ import datetime as dt
 import glob
 import gzip
 import hashlib
+import operator
 import os
 import re
 import sys
@@ -513,6 +514,8 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterator[An
 
         arrow_schema = to_arrow_schema(SCAN_COLUMNS, timestamp_utc=True, prefers_large_types=False)
         event_names = [f.name for f in _EVENT_FIELDS]
+        event_values = operator.attrgetter(*event_names)
+        no_event = (None,) * len(event_names)
         constant_names = [f.name for f in _FILE_COLUMNS.fields][:6]
 
         def batch_of(columns: dict[str, list[Any]], rows: int, constants: dict[str, Any]) -> Any:
@@ -538,15 +541,14 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterator[An
                     options["block_bytes"] = block_bytes
                 for numbers, counts, texts in reader(file["path"], scan, file["hold_back_last"], **options):
                     statuses: list[str] = []
-                    fields: dict[str, list[Any]] = {name: [] for name in event_names}
+                    event_rows: list[tuple[Any, ...]] = []
                     for number, text in zip(numbers, texts, strict=True):
                         outcome = classify_log_entry(text, source_zone=zone, broker_id=broker_id)
                         statuses.append(outcome.status)
-                        event = outcome.event
-                        for name in event_names:
-                            fields[name].append(None if event is None else getattr(event, name))
+                        event_rows.append(no_event if outcome.event is None else event_values(outcome.event))
                         if outcome.status == "unparsed" and len(unparsed_lines) < UNPARSED_LINES_KEPT:
                             unparsed_lines.append(number)
+                    fields = dict(zip(event_names, map(list, zip(*event_rows, strict=True)), strict=True))
                     yield batch_of(
                         {"row_kind": ["entry"] * len(numbers), "line_number": numbers, "line_count": counts,
                          "text": texts, "status": statuses, **fields},
