@@ -63,6 +63,16 @@ FIELD_PATTERNS: Final[dict[str, str]] = {
         r"(?:Generation\{generationId=)?(?<generation>-?\d+)"
         r"(?:, memberId='(?<memberId>[^']*)', protocol='(?<protocol>[^']*)'\})?"
     ),
+    # kafka-python renders its own values: ``<Generation 3 (member_id: m, protocol: range)>``, the
+    # coordinator as ``coordinator-<broker id>``, partition sets as Python ``set`` reprs of
+    # ``TopicPartition(topic='t', partition=0)``, and errors as ``[Error 79] MemberIdRequiredError`` (broker
+    # errors) or ``NodeNotReadyError: coordinator-1`` (client errors with arguments).
+    "python_generation": (
+        r"<Generation (?<generation>-?\d+) \(member_id: (?<memberId>[^,]*), protocol: (?<protocol>[^)>]*)\)>"
+    ),
+    "python_node": r"(?:(?:coordinator-)?(?<coordinatorNodeId>\d+)|None)",
+    "python_partitions": r"(?<partitions>set\(\)|\{[^{}]*\})",
+    "python_error": r"(?<reason>(?:\[Error -?\d+\] )?(?<error>[A-Za-z_]\w*)(?:: .*)?)",
     "member_metadata": (
         r"MemberMetadata\(memberId=(?<memberId>[^,]+), groupInstanceId=(?<instanceId>[^,]+),"
         r" clientId=(?<clientId>.*?), clientHost=(?<host>[^,]*), sessionTimeoutMs=\d+,"
@@ -152,6 +162,9 @@ class LineKind:
             there is one and a ``REASON_RULES`` row matches it, takes precedence.
         prefixes: names of ``MESSAGE_PREFIXES`` the line must carry (generic texts such as ``Starting up.``).
         multiline: the message spans lines (cooperative "Updating assignment with" blocks).
+        loggers: the full logger names the line must come from, for a client whose texts are its own
+            (kafka-python). A line from one of these loggers is matched against such rows only, so a
+            kafka-python text that happens to read like a Java one keeps its own row.
     """
 
     name: str
@@ -161,6 +174,7 @@ class LineKind:
     cause: str | None = None
     prefixes: frozenset[str] | None = None
     multiline: bool = False
+    loggers: frozenset[str] | None = None
     pattern: str = field(init=False)
     literal_prefix: str = field(init=False)
 
@@ -220,10 +234,29 @@ MESSAGE_PREFIXES: Final[tuple[MessagePrefix, ...]] = (
 
 _BROKER_COORDINATOR_PREFIXES: Final = frozenset({"scala_group_coordinator", "java_group_coordinator"})
 
+#: Thread names that name the group, tried in order on a client line whose text does not (kafka-python's
+#: poll-timeout and session-expiry warnings): kafka-python's heartbeat thread is ``<group id>-heartbeat``,
+#: the Java consumer's ``kafka-coordinator-heartbeat-thread | <group id>``.
+THREAD_NAMES: Final[tuple[MessagePrefix, ...]] = (
+    MessagePrefix("java_heartbeat_thread", r"^kafka-coordinator-heartbeat-thread \| (?<groupId>.+)$"),
+    MessagePrefix("kafka_python_heartbeat_thread", r"^(?<groupId>.+)-heartbeat$"),
+)
+
+#: kafka-python's coordinator loggers: ``kafka.coordinator`` (base.py), ``kafka.coordinator.consumer``
+#: (consumer.py) and ``kafka.coordinator.heartbeat`` (the heartbeat thread's lines from 2.1 on, and
+#: heartbeat.py). Python loggers are module names, not classes, so they are listed whole.
+KAFKA_PYTHON_LOGGERS: Final = frozenset({"kafka.coordinator", "kafka.coordinator.consumer",
+                                         "kafka.coordinator.heartbeat"})
+
 # Shorthands that keep the table below readable.
 _K = LineKind
 _B_CLASSIC = "old Scala coordinator"
 _N_CLASSIC = "new Java coordinator"
+
+
+def _kp(name: str, event_type: str | None, versions: str, template: str, cause: str | None = None) -> LineKind:
+    """A kafka-python row: ``versions`` are the kafka-python releases read (2.0.2 and 2.2.15)."""
+    return LineKind(name, event_type, f"kafka-python {versions}", template, cause, loggers=KAFKA_PYTHON_LOGGERS)
 
 #: The catalogue, in matching order.
 LINE_KINDS: Final[tuple[LineKind, ...]] = (
@@ -332,8 +365,8 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        r"given member\.id {member} is identified as a known static member {instance}, but not matching the"
        r" expected member\.id {related} during {reason}, will respond with instance fenced error",
        ev.STATIC_MEMBER_FENCED_CAUSE),
-    _K("b6_static_member_no_rebalance", None, "2.3+ both coordinators",
-       r"Static member (?:which )?joins during \w+ stage .*will not trigger rebalance\."),
+    _K("b6_static_member_no_rebalance", None, "2.3+ both coordinators ('a rebalance' in 4.3.1's new coordinator)",
+       r"Static member (?:which )?joins during \w+ stage .*will not trigger (?:a )?rebalance\."),
     # ---- B7 / N3: coordinator failover -----------------------------------------------------------------
     _K("b7_elected", ev.COORDINATOR_ELECTED, f"2.8+ {_B_CLASSIC} (epoch 2.8.1+)",
        r"Elected as the group coordinator for partition {partition}(?: in epoch {coordinator_epoch})?",
@@ -462,6 +495,9 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
     _K("b9_shutdown_complete", ev.COORDINATOR_SHUTDOWN, "all", r"Shutdown complete\.",
        ev.COORDINATOR_FAILOVER,
        prefixes=_BROKER_COORDINATOR_PREFIXES),
+    _K("n3_runtime_shutdown_steps", None, "4.x CoordinatorRuntime, MultiThreadedEventProcessor (seen in 4.3.1)",
+       r"(?:Closing coordinator runtime|Shutting down event processor|Event processor closed|Coordinator runtime"
+       r" closed)\.", prefixes=frozenset({"java_group_coordinator"})),
     # ---- N2: KIP-848 consumer groups -------------------------------------------------------------------
     _K("n2_member_joins", ev.CG_MEMBER_JOINED, "3.6+ (protocol named 3.9+)",
        r"\[GroupId {group}\] Member {member} joins the consumer group(?: using the {group_protocol}"
@@ -560,6 +596,10 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        "2.7+ (no space before isDisconnected <3.3)",
        r"Group coordinator {node} is unavailable or invalid due to cause: {reason_lazy}\. ?isDisconnected:"
        r" (?:true|false)\. Rediscovery will be attempted\.", ev.COORDINATOR_FAILOVER),
+    _K("k_coordinator_discovered", ev.CLIENT_COORDINATOR_DISCOVERED,
+       "4.x new consumer (CoordinatorRequestManager; seen in 4.3.1; nodeId is the broker id)",
+       r"Discovered group coordinator Coordinator\(key='{group}', nodeId=(?<coordinatorNodeId>\d+), host='[^']*',"
+       r" port=\d+, errorCode=0, errorMessage='[^']*'\)"),
     _K("c1_coordinator_disconnect", None, "3.1+", r"Requesting disconnect from last known coordinator .*"),
     _K("c6_join_fenced", ev.CLIENT_FENCED, "2.7+ (ERROR)",
        r"JoinGroup failed: The group instance id {instance} has been fenced by another instance\. Sent"
@@ -710,6 +750,87 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        r" and send a leave group heartbeat", ev.MEMBER_LEFT_CAUSE),
     _K("k_heartbeat_interval", None, "4.4",
        r"Member \S* received heartbeat interval \d+ms from the group coordinator"),
+    # ---- kafka-python (loggers kafka.coordinator, .consumer, .heartbeat; its own texts and renderings) ----
+    _kp("kp_poll_timeout", ev.CLIENT_POLL_TIMEOUT, "2.2.15 (WARNING, heartbeat thread; then leaves the group)",
+        r"Consumer poll timeout has expired\. This means the time between subsequent calls to poll\(\) was"
+        r" longer than the configured max_poll_interval_ms.*", ev.POLL_TIMEOUT),
+    _kp("kp_poll_expired", ev.CLIENT_POLL_TIMEOUT, "2.0.2 (WARNING, heartbeat thread)",
+        r"Heartbeat poll expired, leaving group", ev.POLL_TIMEOUT),
+    _kp("kp_session_expired", ev.CLIENT_HEARTBEAT_FAILED, "2.0.2, 2.2.15 (WARNING, heartbeat thread)",
+        r"Heartbeat session expired, marking coordinator dead", ev.SESSION_TIMEOUT),
+    _kp("kp_heartbeat_rebalancing", ev.CLIENT_HEARTBEAT_REBALANCING, "2.0.2, 2.2.15 (WARNING)",
+        r"Heartbeat failed for group {group} because it is rebalancing", ev.REBALANCE_IN_PROGRESS),
+    _kp("kp_heartbeat_coordinator_invalid", ev.CLIENT_HEARTBEAT_FAILED, "2.0.2, 2.2.15 (WARNING)",
+        r"Heartbeat failed for group {group}: coordinator \(node {python_node}\) is either not started or"
+        r" not valid", ev.COORDINATOR_FAILOVER),
+    _kp("kp_heartbeat_generation", ev.CLIENT_HEARTBEAT_FAILED, "2.0.2, 2.2.15 (WARNING; 'not  current' sic)",
+        r"Heartbeat failed for group {group}: generation id is not +current\.", ev.MEMBER_EVICTED),
+    _kp("kp_heartbeat_unknown_member", ev.CLIENT_HEARTBEAT_FAILED, "2.0.2, 2.2.15 (WARNING)",
+        r"Heartbeat: local member_id was not recognized; this consumer needs to re-join", ev.MEMBER_EVICTED),
+    _kp("kp_heartbeat_error", ev.CLIENT_HEARTBEAT_FAILED, "2.0.2, 2.2.15 (ERROR)",
+        r"Heartbeat failed: (?:authorization error|Unhandled error): {python_error}"),
+    _kp("kp_heartbeat_thread_failed", ev.CLIENT_HEARTBEAT_FAILED, "2.0.2, 2.2.15 (ERROR; traceback 2.2)",
+        r"Heartbeat thread for group {group} failed due to unexpected error: {python_error}"),
+    _kp("kp_heartbeat_thread", None, "2.0.2, 2.2.15",
+        r"(?:Starting new heartbeat thread|Stopping heartbeat thread|Heartbeat thread did not fully terminate"
+        r" during close|heartbeat_interval_ms is high relative to session_timeout_ms .*)"),
+    _kp("kp_joining", ev.CLIENT_JOIN_SENT, "2.0.2, 2.2.15", r"\(Re-\)joining group {group}"),
+    _kp("kp_joined", ev.CLIENT_JOINED, "2.2.15",
+        r"Successfully joined group {group} {python_generation}"),
+    _kp("kp_joined_generation_id", ev.CLIENT_JOINED, "2.0.2",
+        r"Successfully joined group {group} with generation {generation}"),
+    _kp("kp_leader_elected", None, "2.0.2, 2.2.15",
+        r"Elected group leader -- performing partition assignments using .*"),
+    _kp("kp_member_id_received", ev.CLIENT_REJOIN_REQUESTED, "2.2.15 (KIP-394 member id handshake)",
+        r"Received member id {member} for group {group}; will retry join-group", ev.NEW_MEMBER),
+    _kp("kp_join_failed", ev.CLIENT_JOIN_FAILED, "2.2.15",
+        r"Failed to join group {group}: {python_error}"),
+    _kp("kp_join_failed_loading", ev.CLIENT_JOIN_FAILED, "2.2.15 (DEBUG 2.0.2)",
+        r"Attempt to join group {group} rejected since coordinator .+ is loading the group\.",
+        ev.COORDINATOR_FAILOVER),
+    _kp("kp_join_failed_unknown_member", ev.CLIENT_JOIN_FAILED, "2.2.15 (DEBUG 2.0.2)",
+        r"Attempt to join group {group} failed due to unknown member id", ev.MEMBER_EVICTED),
+    _kp("kp_join_failed_coordinator", ev.CLIENT_JOIN_FAILED, "2.2.15 (DEBUG 2.0.2)",
+        r"Attempt to join group {group} failed due to obsolete coordinator information: {error}",
+        ev.COORDINATOR_FAILOVER),
+    _kp("kp_join_failed_rebalancing", ev.CLIENT_JOIN_FAILED, "2.2.15",
+        r"Attempt to join group {group} failed due to {error}, which could indicate a replication timeout on"
+        r" the broker\. Will retry\."),
+    _kp("kp_join_failed_fatal", ev.CLIENT_JOIN_FAILED, "2.0.2, 2.2.15 (ERROR)",
+        r"Attempt to join group {group} failed due to (?:fatal error: {python_error}|group authorization"
+        r" error)"),
+    _kp("kp_join_failed_unexpected", ev.CLIENT_JOIN_FAILED, "2.0.2, 2.2.15 (ERROR)",
+        r"Unexpected error in join group response: {python_error}"),
+    _kp("kp_sync_failed_rebalancing", ev.CLIENT_SYNC_FAILED, "2.2.15 (DEBUG 2.0.2)",
+        r"SyncGroup for group {group} failed due to coordinator rebalance", ev.REBALANCE_IN_PROGRESS),
+    _kp("kp_sync_failed", ev.CLIENT_SYNC_FAILED, "2.2.15 (DEBUG 2.0.2)",
+        r"SyncGroup for group {group} failed due to {python_error}"),
+    _kp("kp_sync_failed_unexpected", ev.CLIENT_SYNC_FAILED, "2.0.2, 2.2.15 (ERROR)",
+        r"Unexpected error from SyncGroup: {python_error}"),
+    _kp("kp_coordinator_discovered", ev.CLIENT_COORDINATOR_DISCOVERED, "2.0.2, 2.2.15",
+        r"Discovered coordinator {python_node} for group {group}"),
+    _kp("kp_coordinator_dead", ev.CLIENT_COORDINATOR_LOST, "2.0.2, 2.2.15 (WARNING)",
+        r"Marking the coordinator dead \(node {python_node}\) for group {group}: {reason_lazy}\.",
+        ev.COORDINATOR_FAILOVER),
+    _kp("kp_coordinator_lookup_failed", None, "2.0.2, 2.2.15 (ERROR; 'coordinator' 2.0.2)",
+        r"Group [Cc]oordinator (?:lookup for group .+ failed|Request failed): .*"),
+    _kp("kp_request_failed", None, "2.0.2, 2.2.15 (ERROR; then marks the coordinator dead)",
+        r"Error sending \w+ to node .*"),
+    _kp("kp_leaving", ev.CLIENT_LEAVE_GROUP, "2.0.2, 2.2.15 (a poll timeout's leave too; no KIP-800 reason)",
+        r"Leaving consumer group \({group}\)\.", ev.MEMBER_LEFT_CAUSE),
+    _kp("kp_leave_result", None, "2.2.15 (success DEBUG in 2.0.2; failure ERROR)",
+        r"LeaveGroup request (?:for group .+ returned successfully|for group .+ failed with error: .*|failed: .*)"),
+    _kp("kp_revoking", ev.CLIENT_PARTITIONS_REVOKED, "2.0.2, 2.2.15 (every round: eager only)",
+        r"Revoking previously assigned partitions {python_partitions} for group {group}"),
+    _kp("kp_assigned", ev.CLIENT_PARTITIONS_ASSIGNED, "2.0.2, 2.2.15",
+        r"Setting newly assigned partitions {python_partitions} for group {group}"),
+    _kp("kp_deleted_topic_rejoin", ev.CLIENT_REJOIN_REQUESTED, "2.0.2, 2.2.15 (WARNING)",
+        r"{reason_lazy}\. Probably due to a deleted topic\. Requesting Re-join", ev.METADATA_CHANGE),
+    _kp("kp_offsets", None, "2.0.2, 2.2.15",
+        r"(?:Offset commit failed: |Failing OffsetCommit request since |OffsetCommit for group |Group .+ failed to"
+        r" commit partition |Not authorized to commit |Unknown error fetching offsets|OffsetFetchRequest -- unknown"
+        r" topic |Auto offset commit failed for group |Broker version \(.*\) does not support offset commits"
+        r"|group_id is None: disabling auto-commit|User provided (?:subscription )?(?:rebalance )?listener ).*"),
     # ---- client lines of the coordinator loggers that are about offsets, not membership ----------------
     _K("c_offsets", None, "all clients",
        r"(?:Setting offset for partition |Found no committed offset for partition |Resetting offset for"
@@ -772,12 +893,13 @@ REASON_RULES: Final[tuple[ReasonRule, ...]] = (
     ReasonRule("protocol_migration", ev.GROUP_PROTOCOL_MIGRATION, r"^Downgrade group|Converted the"),
     ReasonRule("store_error", ev.COORDINATOR_ERROR, r"when storing group assignment ?during SyncGroup"),
     ReasonRule("already_rebalancing", ev.REBALANCE_IN_PROGRESS,
-               r"group is already rebalancing|began another rebalance"),
+               r"group is already rebalancing|began another rebalance|RebalanceInProgressError"),
     ReasonRule("revoke_and_rejoin", ev.COOPERATIVE_SECOND_ROUND, r"need to revoke partitions"),
     ReasonRule("static_fenced", ev.STATIC_MEMBER_FENCED_CAUSE,
                r"fenced instance id|instance id is(?: is)? owned by"),
     ReasonRule("member_evicted", ev.MEMBER_EVICTED,
-               r"encountered (?<error>[A-Z_]+) from [A-Z_]+ response|was modified by heartbeat thread"),
+               r"encountered (?<error>[A-Z_]+) from [A-Z_]+ response|was modified by heartbeat thread"
+               r"|UnknownMemberIdError|IllegalGenerationError"),
 )
 
 #: Logger class names (last segment) of coordinator code: an entry from these loggers that matches no

@@ -24,10 +24,16 @@ from coordinator_core.logs.catalogue import to_python_pattern
 
 #: A timestamp as log4j (``,`` before millis), logback/Spring (``.``) or ISO-8601 encoders write it.
 TIMESTAMP: Final = r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?"
-LEVELS: Final = r"TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|SEVERE"
+LEVELS: Final = r"TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|SEVERE|CRITICAL"
+#: Python logging's level names (``%(levelname)s``).
+PYTHON_LEVELS: Final = r"DEBUG|INFO|WARNING|ERROR|CRITICAL"
 #: A fully qualified logger (at least one dot), so that ``(MemberIdRequiredException)`` in a message is
 #: never taken for the logger.
 LOGGER: Final = r"[A-Za-z_$][\w$]*(?:\.[\w$]+)+"
+#: A Python logger name (``%(name)s``): module names, lower case by convention (PEP 8), which is what tells
+#: it from a Java logger, whose last segment is a class name.
+PYTHON_LOGGER: Final = r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*"
+PYTHON_DOTTED_LOGGER: Final = r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+"
 _JUL_TIMESTAMP: Final = r"[A-Z][a-z]{2} \d{1,2}, \d{4} \d{1,2}:\d{2}:\d{2} [AP]M"
 
 
@@ -45,6 +51,14 @@ class EnvelopePattern:
 
 
 ENVELOPE_PATTERNS: Final[tuple[EnvelopePattern, ...]] = (
+    # Python logging `[%(asctime)s] %(levelname)s [%(threadName)s] %(message)s (%(name)s)` (kafka-python
+    # applications). Before log4j, which would take `[thread] ` for part of the message; a Java logger ends
+    # in a class name, so it never matches PYTHON_LOGGER. A traceback follows the first line.
+    EnvelopePattern(
+        "python_bracketed",
+        rf"(?s)^\[(?<timestamp>{TIMESTAMP})\] (?<level>{PYTHON_LEVELS}) \[(?<thread>[^\]\n]*)\] (?<message>.*?)"
+        rf" \((?<logger>{PYTHON_LOGGER})\)(?=\n|$)(?<throwable>\n.*)?$",
+    ),
     # Stock broker/client layout `[%d] %p %m (%c)%n`, Strimzi's `%d{ISO8601} %p %m (%c) [%t]%n`, Connect's
     # `(%c:%L)`. The logger is the first ` (a.b.C)` that ends a physical line: on the first line normally,
     # on a line of its own when the message ends in a newline; what follows it is a stack trace.
@@ -64,6 +78,19 @@ ENVELOPE_PATTERNS: Final[tuple[EnvelopePattern, ...]] = (
         "logback",
         rf"(?s)^(?<timestamp>{TIMESTAMP})\s+\[(?<thread>[^\]\n]*)\]\s+(?<level>{LEVELS})\s+(?<logger>[\w.$]+)"
         rf"\s+-\s(?<message>.*)$",
+    ),
+    # Python logging `%(asctime)s %(levelname)s %(name)s %(message)s` and the logging cookbook's
+    # `%(asctime)s - %(name)s - %(levelname)s - %(message)s`. After log4j: a Strimzi line is never taken
+    # for one. The logger needs a dot here, so that a one-word message start is not taken for a logger.
+    EnvelopePattern(
+        "python_plain",
+        rf"(?s)^(?<timestamp>{TIMESTAMP}) (?<level>{PYTHON_LEVELS}) (?<logger>{PYTHON_DOTTED_LOGGER})"
+        rf" (?<message>.*)$",
+    ),
+    EnvelopePattern(
+        "python_dashed",
+        rf"(?s)^(?<timestamp>{TIMESTAMP}) - (?<logger>{PYTHON_LOGGER}) - (?<level>{PYTHON_LEVELS}) -"
+        rf" (?<message>.*)$",
     ),
     # java.util.logging's two-line SimpleFormatter default (English locale)
     EnvelopePattern(
@@ -112,9 +139,12 @@ _JUL = re.compile(r"(?P<mon>[A-Z][a-z]{2}) (?P<d>\d{1,2}), (?P<y>\d{4})"
 _MONTHS: Final = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
 _LEVEL_ALIASES: Final = {"WARNING": "WARN", "SEVERE": "ERROR", "FINE": "DEBUG", "FINER": "TRACE",
-                         "FINEST": "TRACE", "CONFIG": "INFO"}
+                         "FINEST": "TRACE", "CONFIG": "INFO", "CRITICAL": "ERROR"}
 _THROWABLE_START = re.compile(r"^(?:\s+at |Caused by: |\s*\.\.\. \d+"
-                              r" more|(?:[\w$]+\.)+[\w$]*(?:Exception|Error|Throwable)\b)")
+                              r" more|(?:[\w$]+\.)+[\w$]*(?:Exception|Error|Throwable)\b"
+                              r"|Traceback \(most recent call last\):)")
+#: The last line of a Python traceback: ``module.ErrorClass: message`` (or the bare class).
+_PYTHON_EXCEPTION_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::|$)")
 _EXCEPTION_CLASS = re.compile(r"^\s*((?:[\w$]+\.)+[\w$]+)(?::|\s*$)")
 
 
@@ -219,7 +249,7 @@ def parse_envelope(entry: str, zone: tzinfo) -> Envelope | None:
         groups = match.groupdict()
         message: str = groups["message"]
         throwable: str | None = groups.get("throwable")
-        if name != "log4j":
+        if name not in ("log4j", "python_bracketed"):
             message, throwable = _split_throwable(message)
         elif throwable is not None:
             throwable = throwable.lstrip("\n")
@@ -239,7 +269,15 @@ def exception_class(throwable: str | None) -> str | None:
     """The exception class named on the first line of a stack trace, if any."""
     if not throwable:
         return None
-    match = _EXCEPTION_CLASS.match(throwable.split("\n", 1)[0])
+    lines = throwable.split("\n")
+    if lines[0].startswith("Traceback (most recent call last):"):
+        # Python names the exception on the traceback's last line that is not indented.
+        for line in reversed(lines[1:]):
+            found = _PYTHON_EXCEPTION_LINE.match(line)
+            if found is not None:
+                return found.group(1)
+        return None
+    match = _EXCEPTION_CLASS.match(lines[0])
     return match.group(1) if match else None
 
 

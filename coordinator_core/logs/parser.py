@@ -22,9 +22,11 @@ from typing import Any, Final
 from coordinator_core.logs.catalogue import (
     COORDINATOR_LOGGERS,
     EVENT_FIELD_OF_GROUP,
+    KAFKA_PYTHON_LOGGERS,
     LINE_KINDS,
     MESSAGE_PREFIXES,
     REASON_RULES,
+    THREAD_NAMES,
     LineKind,
 )
 from coordinator_core.logs.envelope import (
@@ -52,6 +54,11 @@ MAX_UNPARSED_EXAMPLES: Final = 20
 _KINDS: Final = tuple((kind, re.compile(kind.python_pattern)) for kind in LINE_KINDS)
 _PREFIXES: Final = tuple((prefix, re.compile(prefix.python_pattern)) for prefix in MESSAGE_PREFIXES)
 _RULES: Final = tuple((rule, re.compile(rule.python_pattern)) for rule in REASON_RULES)
+_THREADS: Final = tuple(re.compile(thread.python_pattern) for thread in THREAD_NAMES)
+#: Full logger names whose lines match only the catalogue rows restricted to them (``LineKind.loggers``).
+_OWN_TEXT_LOGGERS: Final = frozenset(name for kind in LINE_KINDS for name in kind.loggers or ())
+#: Full names of coordinator loggers that are modules, not classes (kafka-python).
+_COORDINATOR_LOGGER_NAMES: Final = KAFKA_PYTHON_LOGGERS
 #: Prefixes whose unmatched lines count as unparsed: the broker coordinator's. A client's
 #: ``[Consumer clientId=...]`` prefix is on every line of the consumer (fetcher, offsets, subscriptions), so
 #: client lines count by their logger only.
@@ -59,6 +66,7 @@ _COUNTED_PREFIXES: Final = frozenset(p.name for p in MESSAGE_PREFIXES) - {"consu
 _CLIENT_PREFIXES: Final = frozenset({"consumer_client", "connect_worker"})
 #: Loggers whose lines may match a catalogue row; any other logger's line is skipped without matching.
 _ALL_LOGGERS: Final = COORDINATOR_LOGGERS | {"CoordinatorRuntime"}
+_TOPIC_PARTITION_REPR = re.compile(r"TopicPartition\(topic='([^']*)', partition=(\d+)\)")
 _COORDINATOR_MARKER = re.compile(
     r"\[(?:GroupCoordinator |GroupMetadataManager brokerId=|Group Metadata Manager on Broker )"
 )
@@ -148,12 +156,17 @@ def classify_log_entry(
             body = body[match.end():]
             break
     logger_class = (envelope.logger or "").rsplit(".", 1)[-1]
-    if envelope.logger is not None and prefix_name in _CLIENT_PREFIXES | {None} and logger_class not in _ALL_LOGGERS:
+    coordinator_logger = logger_class in COORDINATOR_LOGGERS or envelope.logger in _COORDINATOR_LOGGER_NAMES
+    if envelope.logger is not None and prefix_name in _CLIENT_PREFIXES | {None} and not coordinator_logger \
+            and logger_class not in _ALL_LOGGERS:
         return ParseOutcome(UNRELATED)  # another component's line: no catalogue row applies
+    own_text = envelope.logger in _OWN_TEXT_LOGGERS
     for kind, compiled in _KINDS:
         if not body.startswith(kind.literal_prefix):
             continue
         if kind.prefixes is not None and prefix_name not in kind.prefixes:
+            continue
+        if (kind.loggers is not None or own_text) and envelope.logger not in (kind.loggers or ()):
             continue
         match = compiled.match(body)
         if match is None:
@@ -164,6 +177,8 @@ def classify_log_entry(
         for name, value in prefix_values.items():
             if name == "broker_id" or values.get(name) is None:
                 values[name] = value
+        if values.get("group_id") is None and envelope.thread and prefix_name in _CLIENT_PREFIXES | {None}:
+            values["group_id"] = _group_of_thread(envelope.thread)
         fields = _build_event(kind, values, envelope.message, broker_id)
         event = CoordinatorEvent(
             **{**fields, "timestamp": envelope.timestamp, "level": envelope.level, "logger": envelope.logger,
@@ -171,10 +186,19 @@ def classify_log_entry(
                "error": fields["error"] or exception_class(envelope.throwable)}
         )
         return ParseOutcome(EVENT, event=event, line_kind=kind.name)
-    if prefix_name in _COUNTED_PREFIXES or logger_class in COORDINATOR_LOGGERS:
+    if prefix_name in _COUNTED_PREFIXES or coordinator_logger:
         below_info = envelope.level in ("DEBUG", "TRACE")
         return ParseOutcome(UNPARSED_BELOW_INFO if below_info else UNPARSED)
     return ParseOutcome(UNRELATED)
+
+
+def _group_of_thread(thread: str) -> str | None:
+    """The group a client's heartbeat thread is named after (``THREAD_NAMES``), if it is one."""
+    for compiled in _THREADS:
+        match = compiled.match(thread)
+        if match is not None:
+            return match["groupId"]
+    return None
 
 
 def _build_event(kind: LineKind, values: dict[str, Any], message: str, broker_id: int | None) -> dict[str, Any]:
@@ -227,10 +251,13 @@ def _normalise(group_name: str, text: str) -> Any:
         return _optional_value(text)
     if group_name == "host":
         return text.lstrip("/") or None
+    if group_name == "partitions" and (text == "set()" or "TopicPartition(" in text):
+        # kafka-python prints a Python set of TopicPartition tuples; it becomes Kafka's `topic-partition` list.
+        return ", ".join(f"{topic}-{partition}" for topic, partition in _TOPIC_PARTITION_REPR.findall(text))
     if group_name in ("partitions", "groupList"):
         return text[1:-1].strip() if text.startswith("[") and text.endswith("]") else text
     if group_name == "protocol":
-        return None if text in ("", "null") else text
+        return None if text in ("", "null", "None") else text
     if group_name == "groupProtocol":
         return "classic" if text == "generic" else text
     return text or None

@@ -9,9 +9,11 @@ claim under test, with what each source can and cannot tell:
   logs alone start at generation 1).
 * ``join`` / ``rejoin``: ``new_member`` (a rejoin also shows as a ``client_rejoin`` member-id change).
 * ``leave_group``: ``member_left``.
-* ``max_poll_interval_exceeded``: ``member_left``. kafka-python's heartbeat thread sends a LeaveGroup with no
-  client reason ("not provided"), so the broker's lines and the records show a plain leave; the client's own
-  "Consumer poll timeout has expired" line is in kafka-python's layout, which the log parser does not read.
+* ``max_poll_interval_exceeded``: ``poll_timeout`` with the logs, ``member_left`` from records alone.
+  kafka-python's heartbeat thread sends a LeaveGroup with no client reason ("not provided"), so the broker's
+  lines and the records show a plain leave; the client's own "Consumer poll timeout has expired" warning
+  (logged by the thread named ``<group id>-heartbeat``, which names the group) says why. The member that
+  left is the scenario's trigger, with the member id it had in the generation before.
 * ``session_timeout``: ``session_timeout`` from the broker lines; ``member_left`` from records alone.
 * ``join+session_timeout``: ``new_member`` first, then ``session_timeout`` (``member_left`` from records).
 * ``cooperative_follow_up``: ``cooperative_second_round``.
@@ -60,7 +62,7 @@ CAUSES = {
     "join": (ev.NEW_MEMBER, ev.NEW_MEMBER),
     "rejoin": (ev.NEW_MEMBER, ev.NEW_MEMBER),
     "leave_group": (ev.MEMBER_LEFT_CAUSE, ev.MEMBER_LEFT_CAUSE),
-    "max_poll_interval_exceeded": (ev.MEMBER_LEFT_CAUSE, ev.MEMBER_LEFT_CAUSE),
+    "max_poll_interval_exceeded": (ev.POLL_TIMEOUT, ev.MEMBER_LEFT_CAUSE),
     "session_timeout": (ev.SESSION_TIMEOUT, ev.MEMBER_LEFT_CAUSE),
     "join+session_timeout": (ev.NEW_MEMBER, ev.NEW_MEMBER),
     "cooperative_follow_up": (ev.COOPERATIVE_SECOND_ROUND, ev.COOPERATIVE_SECOND_ROUND),
@@ -159,6 +161,10 @@ def test_classic_scenario_records_and_logs(name: str) -> None:
                 (CLIENT_REJOIN, g["trigger"], g["member_ids"][g["trigger"]])], where
         if g["cause"] == "cooperative_follow_up":
             assert row.cooperative_round == 2 and row.partitions_revoked_then_assigned, where
+        if g["cause"] == "max_poll_interval_exceeded":
+            before = expected[expected.index(g) - 1]
+            assert row.members_left == (before["member_ids"][g["trigger"]],), where
+            assert ev.CLIENT_POLL_TIMEOUT in {e.event_type for e in row.evidence}, where
         # Every round's times are ordered: started <= stabilized <= stored <= ended.
         times = [t for t in (row.rebalance_started_at, row.stabilized_at, row.assignment_stored_at, row.ended_at)
                  if t is not None]
@@ -199,6 +205,9 @@ def test_classic_scenario_logs_only(name: str) -> None:
     for row, g in zip(rows, logged, strict=True):
         if g["cause"] in ("join", "rejoin"):
             assert g["member_ids"][g["trigger"]] in row.members_joined, (name, g["generation"])
+        if g["cause"] == "max_poll_interval_exceeded":
+            before = scenario["generations"][scenario["generations"].index(g) - 1]
+            assert row.members_left == (before["member_ids"][g["trigger"]],), (name, g["generation"])
         assert (row.from_records, row.from_logs, row.member_count) == (False, True, len(g["members"]))
 
 

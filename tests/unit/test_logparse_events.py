@@ -780,6 +780,138 @@ add("k_leaving_done", "CLIENT_LEAVING",
     CL + f"Member {K1} completed callback to release assignment. It will proceed to clear its assignment and send a"
     " leave group heartbeat", MM, **CLF, member_id=K1, cause_class="member_left")
 
+# ---- kafka-python (2.0.2 and 2.2.15 format strings) in Python logging's
+# `[%(asctime)s] %(levelname)s [%(threadName)s] %(message)s (%(name)s)` layout ----------------------------
+KPC = "kafka.coordinator"
+KPCC = "kafka.coordinator.consumer"
+KPHB = "kafka.coordinator.heartbeat"
+HB_THREAD = "orders-svc-heartbeat"
+KP_POLL_TEXT = (
+    "Consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer than the"
+    " configured max_poll_interval_ms, which typically implies that the poll loop is spending too much time"
+    " processing messages. You can address this either by increasing max_poll_interval_ms or by reducing the"
+    " maximum size of batches returned in poll() with max_poll_records."
+)
+TPS = "{TopicPartition(topic='orders', partition=0), TopicPartition(topic='orders', partition=1)}"
+
+
+def kp(kind: str, event_type: str, message: str, logger: str, *, level: str = "INFO", event_level: str = "INFO",
+       thread: str = "MainThread", **fields: Any) -> None:
+    """A kafka-python case: ``level`` as Python prints it, ``event_level`` as the event carries it."""
+    expected = CoordinatorEvent(event_type=event_type, line_kind=kind, message=message, timestamp=UTC_TS,
+                                level=event_level, logger=logger, thread=thread, **fields)
+    CASES.append(pytest.param(f"[{TS}] {level} [{thread}] {message} ({logger})", expected,
+                              id=f"{kind}-{len(CASES)}"))
+
+
+# The poll-timeout warning names no group: the heartbeat thread `<group id>-heartbeat` does.
+kp("kp_poll_timeout", "CLIENT_POLL_TIMEOUT", KP_POLL_TEXT, KPHB, level="WARNING", event_level="WARN",
+   thread=HB_THREAD, **G, cause_class="poll_timeout")
+kp("kp_poll_timeout", "CLIENT_POLL_TIMEOUT", KP_POLL_TEXT, KPHB, level="WARNING", event_level="WARN",
+   thread="Thread-3", cause_class="poll_timeout")
+kp("kp_poll_expired", "CLIENT_POLL_TIMEOUT", "Heartbeat poll expired, leaving group", KPC, level="WARNING",
+   event_level="WARN", thread=HB_THREAD, **G, cause_class="poll_timeout")
+kp("kp_session_expired", "CLIENT_HEARTBEAT_FAILED", "Heartbeat session expired, marking coordinator dead", KPHB,
+   level="WARNING", event_level="WARN", thread=HB_THREAD, **G, cause_class="session_timeout")
+kp("kp_heartbeat_rebalancing", "CLIENT_HEARTBEAT_REBALANCING",
+   "Heartbeat failed for group orders-svc because it is rebalancing", KPHB, level="WARNING", event_level="WARN",
+   thread=HB_THREAD, **G, cause_class="rebalance_in_progress")
+kp("kp_heartbeat_coordinator_invalid", "CLIENT_HEARTBEAT_FAILED",
+   "Heartbeat failed for group orders-svc: coordinator (node coordinator-2) is either not started or not valid",
+   KPHB, level="WARNING", event_level="WARN", **G, broker_id=2, cause_class="coordinator_failover")
+kp("kp_heartbeat_coordinator_invalid", "CLIENT_HEARTBEAT_FAILED",
+   "Heartbeat failed for group orders-svc: coordinator (node None) is either not started or not valid", KPC,
+   level="WARNING", event_level="WARN", **G, cause_class="coordinator_failover")
+kp("kp_heartbeat_generation", "CLIENT_HEARTBEAT_FAILED",
+   "Heartbeat failed for group orders-svc: generation id is not  current.", KPHB, level="WARNING",
+   event_level="WARN", **G, cause_class="member_evicted")
+kp("kp_heartbeat_unknown_member", "CLIENT_HEARTBEAT_FAILED",
+   "Heartbeat: local member_id was not recognized; this consumer needs to re-join", KPHB, level="WARNING",
+   event_level="WARN", cause_class="member_evicted")
+kp("kp_heartbeat_error", "CLIENT_HEARTBEAT_FAILED",
+   "Heartbeat failed: Unhandled error: [Error 15] CoordinatorNotAvailableError", KPHB, level="ERROR",
+   event_level="ERROR", error="CoordinatorNotAvailableError", reason="[Error 15] CoordinatorNotAvailableError")
+kp("kp_heartbeat_error", "CLIENT_HEARTBEAT_FAILED",
+   "Heartbeat failed: authorization error: [Error 30] GroupAuthorizationFailedError: orders-svc", KPC,
+   level="ERROR", event_level="ERROR", thread=HB_THREAD, **G, error="GroupAuthorizationFailedError",
+   reason="[Error 30] GroupAuthorizationFailedError: orders-svc")
+kp("kp_heartbeat_thread_failed", "CLIENT_HEARTBEAT_FAILED",
+   "Heartbeat thread for group orders-svc failed due to unexpected error: KafkaConnectionError: socket"
+   " disconnected", KPHB, level="ERROR", event_level="ERROR", thread=HB_THREAD, **G, error="KafkaConnectionError",
+   reason="KafkaConnectionError: socket disconnected")
+kp("kp_joining", "CLIENT_JOIN_SENT", "(Re-)joining group orders-svc", KPC, **G)
+kp("kp_joined", "CLIENT_JOINED", f"Successfully joined group orders-svc <Generation 7 (member_id: {M1}, protocol:"
+   " range)>", KPC, **G, generation=7, member_id=M1, protocol="range")
+kp("kp_joined_generation_id", "CLIENT_JOINED", "Successfully joined group orders-svc with generation 7", KPC, **G,
+   generation=7)
+kp("kp_member_id_received", "CLIENT_REJOIN_REQUESTED",
+   f"Received member id {M1} for group orders-svc; will retry join-group", KPC, **G, member_id=M1,
+   cause_class="new_member")
+kp("kp_join_failed", "CLIENT_JOIN_FAILED", "Failed to join group orders-svc: [Error 79] MemberIdRequiredError", KPC,
+   **G, error="MemberIdRequiredError", reason="[Error 79] MemberIdRequiredError", cause_class="new_member")
+kp("kp_join_failed", "CLIENT_JOIN_FAILED", "Failed to join group orders-svc: NodeNotReadyError: coordinator-1", KPC,
+   **G, error="NodeNotReadyError", reason="NodeNotReadyError: coordinator-1")
+kp("kp_join_failed", "CLIENT_JOIN_FAILED", "Failed to join group orders-svc: [Error 25] UnknownMemberIdError", KPC,
+   **G, error="UnknownMemberIdError", reason="[Error 25] UnknownMemberIdError", cause_class="member_evicted")
+kp("kp_join_failed", "CLIENT_JOIN_FAILED", "Failed to join group orders-svc: [Error 27] RebalanceInProgressError",
+   KPC, **G, error="RebalanceInProgressError", reason="[Error 27] RebalanceInProgressError",
+   cause_class="rebalance_in_progress")
+kp("kp_join_failed_loading", "CLIENT_JOIN_FAILED",
+   "Attempt to join group orders-svc rejected since coordinator coordinator-1 is loading the group.", KPC, **G,
+   cause_class="coordinator_failover")
+kp("kp_join_failed_unknown_member", "CLIENT_JOIN_FAILED",
+   "Attempt to join group orders-svc failed due to unknown member id", KPC, **G, cause_class="member_evicted")
+kp("kp_join_failed_coordinator", "CLIENT_JOIN_FAILED",
+   "Attempt to join group orders-svc failed due to obsolete coordinator information: NotCoordinatorError", KPC,
+   **G, error="NotCoordinatorError", cause_class="coordinator_failover")
+kp("kp_join_failed_rebalancing", "CLIENT_JOIN_FAILED",
+   "Attempt to join group orders-svc failed due to RebalanceInProgressError, which could indicate a replication"
+   " timeout on the broker. Will retry.", KPC, **G, error="RebalanceInProgressError")
+kp("kp_join_failed_fatal", "CLIENT_JOIN_FAILED",
+   "Attempt to join group orders-svc failed due to fatal error: [Error 23] InconsistentGroupProtocolError", KPC,
+   level="ERROR", event_level="ERROR", **G, error="InconsistentGroupProtocolError",
+   reason="[Error 23] InconsistentGroupProtocolError")
+kp("kp_join_failed_fatal", "CLIENT_JOIN_FAILED",
+   "Attempt to join group orders-svc failed due to group authorization error", KPC, level="ERROR",
+   event_level="ERROR", **G)
+kp("kp_join_failed_unexpected", "CLIENT_JOIN_FAILED", "Unexpected error in join group response: [Error -1]"
+   " UnknownError", KPC, level="ERROR", event_level="ERROR", error="UnknownError", reason="[Error -1] UnknownError")
+kp("kp_sync_failed_rebalancing", "CLIENT_SYNC_FAILED", "SyncGroup for group orders-svc failed due to coordinator"
+   " rebalance", KPC, **G, cause_class="rebalance_in_progress")
+kp("kp_sync_failed", "CLIENT_SYNC_FAILED", "SyncGroup for group orders-svc failed due to [Error 22]"
+   " IllegalGenerationError", KPC, **G, error="IllegalGenerationError", reason="[Error 22] IllegalGenerationError",
+   cause_class="member_evicted")
+kp("kp_sync_failed_unexpected", "CLIENT_SYNC_FAILED", "Unexpected error from SyncGroup: [Error -1] UnknownError",
+   KPC, level="ERROR", event_level="ERROR", error="UnknownError", reason="[Error -1] UnknownError")
+kp("kp_coordinator_discovered", "CLIENT_COORDINATOR_DISCOVERED",
+   "Discovered coordinator coordinator-2 for group orders-svc", KPC, **G, broker_id=2)
+kp("kp_coordinator_dead", "CLIENT_COORDINATOR_LOST",
+   "Marking the coordinator dead (node coordinator-2) for group orders-svc: [Error 16] NotCoordinatorError.", KPC,
+   level="WARNING", event_level="WARN", **G, broker_id=2, reason="[Error 16] NotCoordinatorError",
+   cause_class="coordinator_failover")
+kp("kp_coordinator_dead", "CLIENT_COORDINATOR_LOST",
+   "Marking the coordinator dead (node coordinator-2) for group orders-svc: Heartbeat session expired.", KPC,
+   level="WARNING", event_level="WARN", thread=HB_THREAD, **G, broker_id=2, reason="Heartbeat session expired",
+   cause_class="session_timeout")
+kp("kp_leaving", "CLIENT_LEAVE_GROUP", "Leaving consumer group (orders-svc).", KPC, thread=HB_THREAD, **G,
+   cause_class="member_left")
+kp("kp_revoking", "CLIENT_PARTITIONS_REVOKED", f"Revoking previously assigned partitions {TPS} for group orders-svc",
+   KPCC, **G, partitions="orders-0, orders-1")
+kp("kp_revoking", "CLIENT_PARTITIONS_REVOKED", "Revoking previously assigned partitions set() for group orders-svc",
+   KPCC, **G, partitions="")
+kp("kp_assigned", "CLIENT_PARTITIONS_ASSIGNED", f"Setting newly assigned partitions {TPS} for group orders-svc",
+   KPCC, **G, partitions="orders-0, orders-1")
+kp("kp_deleted_topic_rejoin", "CLIENT_REJOIN_REQUESTED",
+   "Assigned partition TopicPartition(topic='gone', partition=0) for non-subscribed topic.. Probably due to a"
+   " deleted topic. Requesting Re-join", KPCC, level="WARNING", event_level="WARN",
+   reason="Assigned partition TopicPartition(topic='gone', partition=0) for non-subscribed topic.",
+   cause_class="metadata_change")
+# ---- lines of Kafka 4.3.1 seen in the real-broker sample ---------------------------------------------------
+add("k_coordinator_discovered", "CLIENT_COORDINATOR_DISCOVERED",
+    CL + "Discovered group coordinator Coordinator(key='orders-svc', nodeId=1, host='127.0.0.1', port=9092,"
+    " errorCode=0, errorMessage='')", "org.apache.kafka.clients.consumer.internals.CoordinatorRequestManager",
+    **CLF, broker_id=1)
+
 
 @pytest.mark.parametrize(("line", "expected"), CASES)
 def test_line_parses_to_expected_event(line: str, expected: CoordinatorEvent) -> None:

@@ -1,4 +1,4 @@
-"""Envelopes (stock log4j, Strimzi, Connect, Spring Boot, logback, CRI, docker, JSON) and time zones.
+"""Envelopes (stock log4j, Strimzi, Connect, Spring Boot, logback, Python logging, CRI, docker, JSON) and time zones.
 
 The same Kafka message is wrapped in each layout; the expected envelope fields are written by hand.
 Also: lines quoted in the reference catalogue, unrelated lines, and known non-event coordinator lines.
@@ -72,6 +72,70 @@ def test_logback_layout() -> None:
     assert event is not None
     assert (event.event_type, event.logger, event.thread) == (
         "CLIENT_JOIN_SENT", "o.a.k.c.consumer.internals.AbstractCoordinator", "main")
+
+
+# ---- Python logging (kafka-python) --------------------------------------------------------------------------
+KP_JOINING = "(Re-)joining group orders-svc"
+
+
+def test_python_layout_with_thread_as_in_the_sample() -> None:
+    event = parse_log_line(f"[2026-11-21 05:32:14,672] INFO [worker-1] {KP_JOINING} (kafka.coordinator)")
+    assert event is not None
+    assert (event.event_type, event.line_kind, event.timestamp, event.level, event.logger, event.thread,
+            event.group_id, event.message) == (
+        "CLIENT_JOIN_SENT", "kp_joining", utc(2026, 11, 21, 5, 32, 14, 672000), "INFO", "kafka.coordinator",
+        "worker-1", "orders-svc", KP_JOINING)
+
+
+@pytest.mark.parametrize(("line", "level"), [
+    (f"2026-11-21 05:32:14,672 WARNING kafka.coordinator {KP_JOINING}", "WARN"),
+    (f"2026-11-21 05:32:14,672 CRITICAL kafka.coordinator {KP_JOINING}", "ERROR"),
+    (f"2026-11-21 05:32:14,672 - kafka.coordinator - DEBUG - {KP_JOINING}", "DEBUG"),
+    (f"[2026-11-21 05:32:14,672] WARNING {KP_JOINING} (kafka.coordinator)", "WARN"),
+])
+def test_python_layouts_without_thread_and_python_level_names(line: str, level: str) -> None:
+    event = parse_log_line(line)
+    assert event is not None
+    assert (event.line_kind, event.timestamp, event.level, event.logger, event.thread, event.group_id) == (
+        "kp_joining", utc(2026, 11, 21, 5, 32, 14, 672000), level, "kafka.coordinator", None, "orders-svc")
+
+
+def test_java_stock_line_is_not_taken_for_the_python_layout() -> None:
+    event = parse_log_line(f"[2023-01-01 12:00:00,123] INFO {STABILIZED} ({GC})")
+    assert event is not None
+    assert (event.event_type, event.broker_id, event.thread) == ("GROUP_STABILIZED", 3, None)
+
+
+def test_same_text_from_kafka_python_and_from_java_keeps_its_own_row() -> None:
+    text = "Successfully joined group orders-svc with generation 7"
+    java = parse_log_line(f"[2023-01-01 12:00:00,123] INFO {text} (org.apache.kafka.clients.consumer.internals"
+                          ".AbstractCoordinator)")
+    python = parse_log_line(f"[2023-01-01 12:00:00,123] INFO [MainThread] {text} (kafka.coordinator)")
+    assert java is not None and python is not None
+    assert (java.line_kind, java.generation, python.line_kind, python.generation) == (
+        "c1_joined_0_10", 7, "kp_joined_generation_id", 7)
+
+
+def test_python_traceback_is_the_throwable_and_names_the_exception_from_its_last_line() -> None:
+    entry = (
+        "[2026-11-21 05:32:14,672] ERROR [orders-svc-heartbeat] Heartbeat thread for group orders-svc failed due to"
+        " unexpected error: KafkaConnectionError: socket disconnected (kafka.coordinator.heartbeat)\n"
+        "Traceback (most recent call last):\n"
+        '  File "/app/kafka/coordinator/base.py", line 1078, in run\n'
+        "    self._run_once()\n"
+        "kafka.errors.KafkaConnectionError: KafkaConnectionError: socket disconnected")
+    outcome = classify_log_entry(entry)
+    assert outcome.event is not None
+    assert (outcome.line_kind, outcome.event.level, outcome.event.group_id, outcome.event.error) == (
+        "kp_heartbeat_thread_failed", "ERROR", "orders-svc", "KafkaConnectionError")
+
+
+def test_plain_python_layout_splits_a_traceback_off_the_message() -> None:
+    entry = ("2026-11-21 05:32:23,000 ERROR kafka.coordinator.consumer Offset commit failed: This is likely to cause"
+             " duplicate message delivery\nTraceback (most recent call last):\n"
+             "kafka.errors.CommitFailedError: CommitFailedError: kicked out")
+    outcome = classify_log_entry(entry)
+    assert (outcome.status, outcome.line_kind) == ("known_non_event", "kp_offsets")
 
 
 @pytest.mark.parametrize("wrapped", [
@@ -248,6 +312,12 @@ def test_reference_example_lines(line: str, expected: tuple[object, ...]) -> Non
     "\tat kafka.coordinator.group.GroupCoordinator.handleJoinGroup(GroupCoordinator.scala:180)",
     "some text that is no log record",
     "",
+    # kafka-python's other loggers (the sample's connection, fetcher and assignor lines)
+    "[2026-11-21 05:32:06,205] INFO [worker-1] <BrokerConnection client_id=c1, node_id=1 host=127.0.0.1:9092"
+    " <connected> [IPv4 ('127.0.0.1', 9092)]>: Connection complete. (kafka.conn)",
+    "[2026-11-21 05:32:06,205] WARNING [worker-1] Partition TopicPartition(topic='t', partition=0) is assigned to"
+    " multiple consumers following sticky assignment generation 3. (kafka.coordinator.assignors.sticky"
+    ".sticky_assignor)",
 ])
 def test_unrelated_lines_are_neither_events_nor_errors(line: str) -> None:
     outcome = classify_log_entry(line)
@@ -267,6 +337,31 @@ def test_unrelated_lines_are_neither_events_nor_errors(line: str) -> None:
     ("[2024-01-01 00:00:00,000] INFO [GroupCoordinator id=1] Started unloading metadata for __consumer_offsets-3"
      " with epoch OptionalInt[4]. (org.apache.kafka.coordinator.common.runtime.CoordinatorRuntime)",
      "n3_unload_started"),
+    # Kafka 4.3.1 (the real-broker sample)
+    ("[2026-11-21 05:32:18,203] INFO [GroupCoordinator id=1 topic=__consumer_offsets partition=23] Static member"
+     " which joins during Stable stage and doesn't affect the selected protocol will not trigger a rebalance."
+     " (org.apache.kafka.coordinator.group.GroupMetadataManager)", "b6_static_member_no_rebalance"),
+    ("[2026-11-21 05:33:14,128] INFO [GroupCoordinator id=1] Event processor closed."
+     " (org.apache.kafka.coordinator.common.runtime.MultiThreadedEventProcessor)", "n3_runtime_shutdown_steps"),
+    ("[2026-11-21 05:33:14,118] INFO [GroupCoordinator id=1] Closing coordinator runtime."
+     " (org.apache.kafka.coordinator.common.runtime.CoordinatorRuntime)", "n3_runtime_shutdown_steps"),
+    # kafka-python 2.0.2 / 2.2.15
+    ("[2026-11-21 05:32:06,309] INFO [worker-1] Starting new heartbeat thread (kafka.coordinator.heartbeat)",
+     "kp_heartbeat_thread"),
+    ("[2026-11-21 05:32:06,309] INFO [worker-1] Stopping heartbeat thread (kafka.coordinator.heartbeat)",
+     "kp_heartbeat_thread"),
+    ("[2026-11-21 05:32:06,442] INFO [worker-1] Elected group leader -- performing partition assignments using"
+     " range (kafka.coordinator)", "kp_leader_elected"),
+    ("[2026-11-21 05:32:14,683] INFO [orders-svc-heartbeat] LeaveGroup request for group orders-svc returned"
+     " successfully (kafka.coordinator)", "kp_leave_result"),
+    ("[2026-11-21 05:32:14,683] ERROR [worker-1] LeaveGroup request for group orders-svc failed with error:"
+     " [Error 25] UnknownMemberIdError (kafka.coordinator)", "kp_leave_result"),
+    ("[2026-11-21 05:32:22,999] INFO [worker-1] Failing OffsetCommit request since the consumer is not part of an"
+     " active group (kafka.coordinator.consumer)", "kp_offsets"),
+    ("[2026-11-21 05:32:22,999] ERROR [worker-1] Group coordinator lookup for group orders-svc failed:"
+     " [Error 15] CoordinatorNotAvailableError (kafka.coordinator)", "kp_coordinator_lookup_failed"),
+    ("[2026-11-21 05:32:22,999] ERROR [worker-1] Error sending JoinGroupRequest_v5 to node coordinator-1"
+     " [KafkaConnectionError: socket disconnected] (kafka.coordinator)", "kp_request_failed"),
 ])
 def test_known_coordinator_lines_without_an_event(line: str, kind: str) -> None:
     outcome = classify_log_entry(line)
@@ -284,6 +379,11 @@ def test_known_coordinator_lines_without_an_event(line: str, kind: str) -> None:
      " (org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)", "unparsed"),
     # an unknown layout around a coordinator message
     ("01/01/2024 00:00 [GroupCoordinator 1]: Stabilized group g generation 1", "unparsed"),
+    # kafka-python: a text of its coordinator loggers that no row knows; Java rows are not tried on it
+    ("[2026-11-21 05:32:06,309] INFO [worker-1] Some future kafka-python text (kafka.coordinator)", "unparsed"),
+    ("[2026-11-21 05:32:06,309] INFO [worker-1] Request joining group due to: group is already rebalancing"
+     " (kafka.coordinator)", "unparsed"),
+    ("[2026-11-21 05:32:06,309] DEBUG [worker-1] Sending JoinGroup (kafka.coordinator)", "unparsed_below_info"),
     # coordinator DEBUG lines outside the catalogue are counted apart
     ("[2024-01-01 00:00:00,000] DEBUG [Consumer clientId=c1, groupId=g1] Heartbeat thread started"
      " (org.apache.kafka.clients.consumer.internals.AbstractCoordinator)", "unparsed_below_info"),

@@ -18,6 +18,7 @@ from coordinator_core.logs import (
     LINE_KINDS,
     MESSAGE_PREFIXES,
     REASON_RULES,
+    THREAD_NAMES,
     LogReadStats,
     iter_log_entries,
     read_log_lines,
@@ -220,6 +221,16 @@ public class RegexCheck {
 """
 
 
+#: Python logging layouts (kafka-python), a traceback after one of them.
+PYTHON_LAYOUT_LINES = [
+    "2026-11-21 05:32:14,672 WARNING kafka.coordinator.heartbeat Heartbeat session expired, marking coordinator dead",
+    "2026-11-21 05:32:14,672 - kafka.coordinator - CRITICAL - (Re-)joining group orders-svc",
+    "[2026-11-21 05:32:23,000] ERROR [main] Offset commit failed: This is likely to cause duplicate message delivery"
+    " (kafka.coordinator.consumer)\nTraceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+    "kafka.errors.CommitFailedError: CommitFailedError: kicked out",
+]
+
+
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
@@ -242,9 +253,11 @@ def _samples() -> list[tuple[str, str]]:
     kinds = {kind.name: kind for kind in LINE_KINDS}
     for param in cases_module.CASES:
         line, expected = param.values
-        pairs.extend((envelope.pattern, line) for envelope in ENVELOPE_PATTERNS[:1])
+        pairs.extend((envelope.pattern, line) for envelope in ENVELOPE_PATTERNS)
         envelope = parse_envelope(line, zone_of("UTC"))
         assert envelope is not None
+        if envelope.thread is not None:
+            pairs.extend((thread.pattern, envelope.thread) for thread in THREAD_NAMES)
         body = envelope.message
         for prefix in MESSAGE_PREFIXES:
             pairs.append((prefix.pattern, body))
@@ -254,6 +267,9 @@ def _samples() -> list[tuple[str, str]]:
         pairs.append((kinds[expected.line_kind].pattern, body))
         if expected.reason is not None:
             pairs.extend((rule.pattern, expected.reason) for rule in REASON_RULES)
+    for layout in PYTHON_LAYOUT_LINES:
+        pairs.extend((envelope.pattern, layout) for envelope in ENVELOPE_PATTERNS)
+    pairs.extend((thread.pattern, "kafka-coordinator-heartbeat-thread | orders-svc") for thread in THREAD_NAMES)
     for name, pattern in CONTAINER_PREFIXES:
         pairs.append((pattern, "2021-05-04T16:41:31.006683114Z stdout F [2021-05-04 16:41:31,006] INFO x (a.B)"))
         pairs.append((pattern, f"kafka-1  | [pod/{name}] x"))
