@@ -14,6 +14,10 @@ A line is parsed in three steps, each a table here: the envelope (timestamp, lev
 ``LINE_KINDS`` in order (first match wins; a specific row comes before a general one). Rows whose
 ``event_type`` is ``None`` are coordinator lines known to carry no event: they are recognised so they are
 not counted as unparsed. ``REASON_RULES`` then turn a reason text into a cause class.
+
+kafka-python writes its own texts (``kp_*`` rows): they carry ``loggers`` and are the only rows tried on
+lines of those loggers, so a Java row never claims a kafka-python line or the reverse. A client line that
+does not name its group takes it from the thread name when ``THREAD_NAMES`` knows the thread.
 """
 
 from __future__ import annotations

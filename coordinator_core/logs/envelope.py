@@ -1,7 +1,8 @@
 """Log-record envelopes: the layout around Kafka's message (timestamp, level, logger, thread).
 
 Kafka fixes only the message text; the layout comes from log4j/log4j2 configuration on brokers and from
-whatever logging framework an application uses on clients. The layouts seen in real logs are declared
+whatever logging framework an application uses on clients (Python's ``logging`` for kafka-python, whose
+level names ``WARNING`` and ``CRITICAL`` become ``WARN`` and ``ERROR``). The layouts seen in real logs are declared
 here as data (``ENVELOPE_PATTERNS``, ``CONTAINER_PREFIXES``) so the Spark job can apply the same patterns in
 the JVM; JSON layouts are read with a JSON parser, by the key names in ``JSON_KEYS``.
 
@@ -56,7 +57,7 @@ ENVELOPE_PATTERNS: Final[tuple[EnvelopePattern, ...]] = (
     # in a class name, so it never matches PYTHON_LOGGER. A traceback follows the first line.
     EnvelopePattern(
         "python_bracketed",
-        rf"(?s)^\[(?<timestamp>{TIMESTAMP})\] (?<level>{PYTHON_LEVELS}) \[(?<thread>[^\]\n]*)\] (?<message>.*?)"
+        rf"(?s)^\[(?<timestamp>{TIMESTAMP})\] (?<level>{PYTHON_LEVELS})\s+\[(?<thread>[^\]\n]*)\] (?<message>.*?)"
         rf" \((?<logger>{PYTHON_LOGGER})\)(?=\n|$)(?<throwable>\n.*)?$",
     ),
     # Stock broker/client layout `[%d] %p %m (%c)%n`, Strimzi's `%d{ISO8601} %p %m (%c) [%t]%n`, Connect's
@@ -84,7 +85,7 @@ ENVELOPE_PATTERNS: Final[tuple[EnvelopePattern, ...]] = (
     # for one. The logger needs a dot here, so that a one-word message start is not taken for a logger.
     EnvelopePattern(
         "python_plain",
-        rf"(?s)^(?<timestamp>{TIMESTAMP}) (?<level>{PYTHON_LEVELS}) (?<logger>{PYTHON_DOTTED_LOGGER})"
+        rf"(?s)^(?<timestamp>{TIMESTAMP}) (?<level>{PYTHON_LEVELS})\s+(?<logger>{PYTHON_DOTTED_LOGGER})"
         rf" (?<message>.*)$",
     ),
     EnvelopePattern(

@@ -92,12 +92,19 @@ def test_python_layout_with_thread_as_in_the_sample() -> None:
     (f"2026-11-21 05:32:14,672 CRITICAL kafka.coordinator {KP_JOINING}", "ERROR"),
     (f"2026-11-21 05:32:14,672 - kafka.coordinator - DEBUG - {KP_JOINING}", "DEBUG"),
     (f"[2026-11-21 05:32:14,672] WARNING {KP_JOINING} (kafka.coordinator)", "WARN"),
+    (f"2026-11-21 05:32:14,672 INFO     kafka.coordinator {KP_JOINING}", "INFO"),   # %(levelname)-8s
 ])
 def test_python_layouts_without_thread_and_python_level_names(line: str, level: str) -> None:
     event = parse_log_line(line)
     assert event is not None
     assert (event.line_kind, event.timestamp, event.level, event.logger, event.thread, event.group_id) == (
         "kp_joining", utc(2026, 11, 21, 5, 32, 14, 672000), level, "kafka.coordinator", None, "orders-svc")
+
+
+def test_python_layout_with_padded_level_keeps_the_thread() -> None:
+    event = parse_log_line(f"[2026-11-21 05:32:14,672] INFO     [worker-1] {KP_JOINING} (kafka.coordinator)")
+    assert event is not None
+    assert (event.line_kind, event.thread, event.group_id) == ("kp_joining", "worker-1", "orders-svc")
 
 
 def test_java_stock_line_is_not_taken_for_the_python_layout() -> None:
