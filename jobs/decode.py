@@ -174,15 +174,21 @@ def group_metadata_rows(decoded: DataFrame) -> DataFrame:
 def group_member_rows(decoded: DataFrame) -> DataFrame:
     """Decoded GroupMetadata records -> one group_members row per (group, generation, member).
 
-    When a generation was written more than once (e.g. a static member replaced within a generation),
-    the latest record of that generation wins.
+    A generation can be written more than once: Kafka rewrites GroupMetadata when a static member is
+    replaced (same generation, new member id) or a member's metadata changes. The members of a
+    generation are those of its latest record (all records of a group share one partition, so the
+    offset orders them); members only in an earlier record of the same generation are not kept.
     """
     records = _decoded_ok(decoded).where(
         (F.col("record_type") == GROUP_METADATA_TYPE)
         & ~F.col("is_tombstone")
         & F.col("group_metadata").isNotNull()
     )
-    exploded = records.select(
+    latest_first = Window.partitionBy("cluster", "group_id", F.col("group_metadata.generation")).orderBy(
+        F.col("partition").desc(), F.col("offset").desc()
+    )
+    latest_records = records.withColumn("_rank", F.row_number().over(latest_first)).where(F.col("_rank") == 1)
+    latest = latest_records.select(
         "cluster",
         "group_id",
         F.col("group_metadata.generation").alias("generation"),
@@ -194,10 +200,6 @@ def group_member_rows(decoded: DataFrame) -> DataFrame:
         F.col("timestamp").alias("record_timestamp"),
         F.explode("group_metadata.members").alias("m"),
     )
-    latest_first = Window.partitionBy("cluster", "group_id", "generation", "m.member_id").orderBy(
-        F.col("source_partition").desc(), F.col("source_offset").desc()
-    )
-    latest = exploded.withColumn("_rank", F.row_number().over(latest_first)).where(F.col("_rank") == 1)
     return latest.select(
         "cluster",
         "group_id",
@@ -384,7 +386,7 @@ def run_decode(
         if has_group_metadata:
             with step("group_metadata, group_members"):
                 tables.append(GROUP_METADATA, group_metadata_rows(decoded))
-                tables.upsert_newer(GROUP_MEMBERS, group_member_rows(decoded), order_column="source_offset")
+                tables.replace_generations(GROUP_MEMBERS, group_member_rows(decoded))
         if has_other:
             with step("consumer_group_records"):
                 tables.append(CONSUMER_GROUP_RECORDS, consumer_group_record_rows(decoded))

@@ -539,6 +539,23 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterator[An
                 options: dict[str, Any] = {"all_entries": all_entries}
                 if reader is scan_log_file:
                     options["block_bytes"] = block_bytes
+                read_error: str | None = None
+                try:
+                    yield from classified(reader(file["path"], scan, file["hold_back_last"], **options))
+                except (OSError, EOFError, zlib.error) as error:  # vanished, unreadable or truncated file
+                    read_error = f"{type(error).__name__}: {error}"
+                counters["entries"] = scan.entries
+                yield batch_of(
+                    {"row_kind": ["file"], "first_line": [scan.first_line], "last_line": [scan.last_line],
+                     "end_byte": [scan.end_byte], **{k: [v] for k, v in counters.items() if k in _FILE_COUNTERS},
+                     "unparsed_lines": [unparsed_lines], "read_error": [read_error]},
+                    1, constants,
+                )
+
+    return scan_partition
+
+
+def _unused() -> None:
                 for numbers, counts, texts in reader(file["path"], scan, file["hold_back_last"], **options):
                     statuses: list[str] = []
                     event_rows: list[tuple[Any, ...]] = []

@@ -96,21 +96,38 @@ class Tables:
             .execute()
         )
 
-    def upsert_newer(self, spec: TableSpec, rows: DataFrame, order_column: str) -> None:
-        """Insert new grains; replace an existing row only when `order_column` is larger in the source.
+    def replace_generations(self, spec: TableSpec, member_rows: DataFrame) -> None:
+        """Write group_members rows so that each (cluster, group_id, generation) holds exactly the members
+        of its latest GroupMetadata record (by source_offset) archived so far.
 
-        Used where a later record supersedes an earlier one for the same grain (a generation rewritten).
+        Rows from a record older than what the table already has for that generation are dropped; the
+        table's rows of a generation superseded by a newer record are deleted, then the new rows appended.
         """
-        _check_schema(spec, rows)
-        condition = " AND ".join(f"t.`{c}` = s.`{c}`" for c in spec.grain)
-        (
-            self.delta(spec)
-            .alias("t")
-            .merge(rows.alias("s"), condition)
-            .whenMatchedUpdateAll(condition=f"s.`{order_column}` > t.`{order_column}`")
-            .whenNotMatchedInsertAll()
-            .execute()
+        _check_schema(spec, member_rows)
+        generation = ["cluster", "group_id", "generation"]
+        current = (
+            self.read(spec, version=self.version(spec))
+            .groupBy(*generation)
+            .agg(F.max("source_offset").alias("_current_offset"))
         )
+        newer = (
+            member_rows.join(current, on=generation, how="left")
+            .where(F.col("_current_offset").isNull() | (F.col("source_offset") > F.col("_current_offset")))
+            .select(*spec.column_names)
+            .persist()
+        )
+        try:
+            superseded = newer.select(*generation, "source_offset").distinct()
+            (
+                self.delta(spec)
+                .alias("t")
+                .merge(superseded.alias("s"), " AND ".join(f"t.`{c}` = s.`{c}`" for c in generation))
+                .whenMatchedDelete(condition="t.source_offset < s.source_offset")
+                .execute()
+            )
+            self.append(spec, newer)
+        finally:
+            newer.unpersist()
 
     def update_columns(
         self, spec: TableSpec, rows: DataFrame, columns: list[str], only_if: str, target_filter: str = ""

@@ -114,11 +114,12 @@ def test_group_metadata_and_members_latest_record_of_a_generation_wins(spark: Sp
     m1 = member("m1", ["t"], [("t", 0), ("t", 1)])
     m1_again = member("m1", ["t"], [("t", 0)])
     m2 = member("m2", ["t"], [("t", 1)], instance_id="static-2")
+    m2_before_restart = member("m2-old", ["t"], [("t", 1)], instance_id="static-2")
     raw_rows = raw_frame(
         spark,
         [
-            raw(4, 1, *group_metadata("g", 5, [m1], state_ms=T0 + 1), at_ms=1),
-            # generation 5 written again (static member m2 joined without a new generation)
+            raw(4, 1, *group_metadata("g", 5, [m1, m2_before_restart], state_ms=T0 + 1), at_ms=1),
+            # generation 5 written again: static member static-2 restarted and got a new member id
             raw(4, 2, *group_metadata("g", 5, [m1_again, m2], state_ms=T0 + 2), at_ms=2),
             raw(4, 3, group_metadata("g", 6, [])[0], None, at_ms=3),  # group deleted
         ],
@@ -126,7 +127,7 @@ def test_group_metadata_and_members_latest_record_of_a_generation_wins(spark: Sp
     decoded = decode_records(raw_rows)
     expected_metadata = spark.createDataFrame(
         [
-            ("c1", 4, 1, ts(1), "g", 3, False, "consumer", 5, "range", "m1", ts(1), 1, ["m1"]),
+            ("c1", 4, 1, ts(1), "g", 3, False, "consumer", 5, "range", "m1", ts(1), 2, ["m1", "m2-old"]),
             ("c1", 4, 2, ts(2), "g", 3, False, "consumer", 5, "range", "m1", ts(2), 2, ["m1", "m2"]),
             ("c1", 4, 3, ts(3), "g", None, True, None, None, None, None, None, None, None),
         ],
@@ -268,3 +269,19 @@ def test_segment_files_are_listed_with_partition_and_cluster(spark: SparkSession
     equal(listed, expected)
     named = list_segment_files(spark, [SegmentSource("prod", str(tmp_path / "kafka-3.9.1"))])
     equal(named, spark.createDataFrame([("prod", 12, str(a))], "cluster string, partition int, path string"))
+
+
+def test_replace_generations_keeps_the_members_of_the_latest_record(spark: SparkSession, tables) -> None:  # type: ignore[no-untyped-def]
+    tables.ensure(GROUP_MEMBERS)
+
+    def members(offset: int, ids: list[str]):  # type: ignore[no-untyped-def]
+        return spark.createDataFrame(
+            [("c1", "g", 5, m, None, "c", "/h", 1, 1, "consumer", "range", m == ids[0], 1, ["t"], [], -1, None, None,
+              1, [], None, None, 4, offset, ts(offset)) for m in ids],
+            GROUP_MEMBERS.schema,
+        )
+
+    tables.replace_generations(GROUP_MEMBERS, members(1, ["m1", "m2-old"]))
+    tables.replace_generations(GROUP_MEMBERS, members(2, ["m1", "m2"]))  # a later run: same generation
+    tables.replace_generations(GROUP_MEMBERS, members(1, ["m1", "m2-old"]))  # an older record again: ignored
+    equal(tables.read(GROUP_MEMBERS), members(2, ["m1", "m2"]))
