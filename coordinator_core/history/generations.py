@@ -267,6 +267,11 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
         if d.ended_by == ENDED_BY_GROUP_DELETED and nxt.group_protocol == d.group_protocol:
             continue  # deleted, then created again under the same id
         d.ended_at = nxt.first_seen_at or d.ended_at
+        if d.ended_at is not None and d.stored_at is not None and d.ended_at < d.stored_at:
+            # The coordinator logs the next "Preparing to rebalance" before the append of this
+            # generation's record completes (seen with 3.7+'s generation-0 placeholder): the log line can
+            # be a millisecond older than the record. A generation cannot end before it was stored.
+            d.ended_at = d.stored_at
         d.ended_by = ENDED_BY_PROTOCOL_CHANGE if nxt.group_protocol != d.group_protocol else ENDED_BY_NEXT_GENERATION
 
     static_events = [e for e in events if e.event_type in (ev.STATIC_MEMBER_REPLACED, ev.CG_STATIC_MEMBER_REPLACED)]
