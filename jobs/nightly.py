@@ -19,32 +19,43 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import secrets
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from coordinator_core.storms import StormThresholds
 from jobs.common.config import Config, load_config
 from jobs.common.delta_io import Tables
 from jobs.common.progress import log
 from jobs.common.session import build_session
 from jobs.decode import DecodeResult, run_decode
+from jobs.history import run_history, touched_groups
 from jobs.ingest import IngestResult, run_ingest_kafka, run_ingest_segments
+from jobs.logs import run_logs
+from jobs.storms import run_storms, write_report
 from schemas import (
     ALL_TABLES,
+    ASSIGNMENT_REPLAY,
+    ASSIGNOR_WHATIF,
     CONSUMER_GROUP_RECORDS,
+    COORDINATOR_EVENTS,
     DECODE_COVERAGE,
     DECODE_ERRORS,
+    GROUP_GENERATIONS,
     GROUP_MEMBERS,
     GROUP_METADATA,
     HISTORY_GAPS,
     INGEST_RUNS,
     OFFSET_COMMITS,
+    OFFSET_EVENTS,
+    RAW_LOG_LINES,
     RAW_OFFSETS,
+    REBALANCE_STORMS,
     TableSpec,
 )
 
@@ -74,6 +85,7 @@ class RunContext:
     decode: DecodeResult | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # for later stages' summary lines
+    extra_frames: dict[str, DataFrame] = field(default_factory=dict)  # shared between stages of one run
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,47 @@ def _decode_stage(ctx: RunContext) -> None:
     )
 
 
+def _logs_stage(ctx: RunContext) -> None:
+    if not ctx.config.sources.logs:
+        return
+    result = run_logs(ctx.tables, ctx.config.sources.logs, ctx.run_id, ctx.started_at)
+    ctx.extra["logs"] = result.format()
+
+
+def _touched_groups(ctx: RunContext) -> DataFrame:
+    """Groups with records decoded by this run or coordinator events added by it: only those are
+    recomputed by the gold stages."""
+    if "touched_groups" not in ctx.extra_frames:
+        decoded_to = ctx.decode.raw_version_decoded if ctx.decode else ctx.committed.raw_version_decoded
+        ctx.extra_frames["touched_groups"] = touched_groups(
+            ctx.tables, ctx.committed.raw_version_decoded, decoded_to,
+            events_after_version=ctx.committed.table_versions.get(COORDINATOR_EVENTS.name, 0),
+        ).persist()
+    return ctx.extra_frames["touched_groups"]
+
+
+def _history_stage(ctx: RunContext) -> None:
+    result = run_history(ctx.tables.spark, ctx.tables, _touched_groups(ctx))
+    ctx.extra["history"] = (
+        f"{result.groups} groups recomputed: {result.generations} generations, {result.offset_events} offset "
+        f"events, {result.replayed_generations} generations replayed ({result.replay_mismatches} mismatches)"
+    )
+
+
+def _storms_stage(ctx: RunContext) -> None:
+    s = ctx.config.storms
+    thresholds = StormThresholds(s.min_rebalances, s.window_minutes, s.quiet_minutes, s.flapping_min_rejoins,
+                                 s.lockstep_seconds, s.lockstep_min_groups)
+    storms = run_storms(ctx.tables, _touched_groups(ctx), thresholds)
+    ctx.extra["storms"] = f"{storms} rebalance storms in rebalance_storms"
+
+
+def _report_stage(ctx: RunContext) -> None:
+    path = write_report(ctx.tables, Path(ctx.config.report.path), ctx.config.report.groups_shown,
+                        source=f"database {ctx.tables.database}")
+    ctx.extra["report"] = str(path)
+
+
 STAGES: tuple[Stage, ...] = (
     Stage("ingest", (RAW_OFFSETS, HISTORY_GAPS), _ingest_stage),
     Stage(
@@ -108,6 +161,10 @@ STAGES: tuple[Stage, ...] = (
         (OFFSET_COMMITS, GROUP_METADATA, GROUP_MEMBERS, CONSUMER_GROUP_RECORDS, DECODE_ERRORS, DECODE_COVERAGE),
         _decode_stage,
     ),
+    Stage("logs", (RAW_LOG_LINES, COORDINATOR_EVENTS), _logs_stage),
+    Stage("history", (GROUP_GENERATIONS, OFFSET_EVENTS, ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF), _history_stage),
+    Stage("storms", (REBALANCE_STORMS,), _storms_stage),
+    Stage("report", (), _report_stage),
 )
 
 

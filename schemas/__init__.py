@@ -5,6 +5,15 @@ from __future__ import annotations
 from schemas._spec import TableSpec
 from schemas.bronze import RAW_OFFSETS
 from schemas.decoded import DECODED_RECORD
+from schemas.gold import (
+    ASSIGNMENT_REPLAY,
+    ASSIGNOR_WHATIF,
+    GOLD_TABLES,
+    GROUP_GENERATIONS,
+    OFFSET_EVENTS,
+    REBALANCE_STORMS,
+)
+from schemas.logs import COORDINATOR_EVENTS, RAW_LOG_LINES
 from schemas.observability import DECODE_COVERAGE, HISTORY_GAPS, INGEST_RUNS
 from schemas.silver import CONSUMER_GROUP_RECORDS, DECODE_ERRORS, GROUP_MEMBERS, GROUP_METADATA, OFFSET_COMMITS
 
@@ -18,10 +27,20 @@ ALL_TABLES: tuple[TableSpec, ...] = (
     INGEST_RUNS,
     DECODE_COVERAGE,
     HISTORY_GAPS,
+    RAW_LOG_LINES,
+    COORDINATOR_EVENTS,
+    *GOLD_TABLES,
 )
 
 __all__ = [
     "ALL_TABLES",
+    "ASSIGNMENT_REPLAY",
+    "ASSIGNOR_WHATIF",
+    "COORDINATOR_EVENTS",
+    "GROUP_GENERATIONS",
+    "OFFSET_EVENTS",
+    "RAW_LOG_LINES",
+    "REBALANCE_STORMS",
     "CONSUMER_GROUP_RECORDS",
     "DECODED_RECORD",
     "DECODE_COVERAGE",

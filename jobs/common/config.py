@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import tomllib
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = PROJECT_ROOT / "conf" / "local.toml"
@@ -52,10 +53,47 @@ class KafkaSource:
 
 
 @dataclass(frozen=True)
+class LogSource:
+    """One broker's or client's coordinator log files (`[[sources.logs]]`).
+
+    `source` names the writer of the files (`broker-1`, `orders-consumer`) and is part of each file's
+    identity; `paths` are globs (rotated `.log.N` and `.gz` files are read too); `zone` is the IANA zone of
+    zone-less log4j timestamps (everything is stored in UTC); `broker_id` is -1 for client logs.
+    """
+
+    cluster: str
+    source: str
+    paths: tuple[str, ...]
+    zone: str = "UTC"
+    broker_id: int = -1
+
+
+@dataclass(frozen=True)
 class SourcesConfig:
     mode: Literal["segments", "kafka", "none"] = "segments"
     segments: tuple[SegmentSource, ...] = ()
     kafka: tuple[KafkaSource, ...] = ()
+    logs: tuple[LogSource, ...] = ()
+
+
+@dataclass(frozen=True)
+class StormsConfig:
+    """When a run of rebalances is a storm (see coordinator_core/storms.py for the exact rules)."""
+
+    min_rebalances: int = 3
+    window_minutes: float = 10.0
+    quiet_minutes: float = 10.0
+    flapping_min_rejoins: int = 3
+    lockstep_seconds: float = 120.0
+    lockstep_min_groups: int = 3
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """Where the nightly job writes the HTML audit report, and how many groups it details."""
+
+    path: str = "warehouse/report/rebalance-audit.html"
+    groups_shown: int = 8
 
 
 @dataclass(frozen=True)
@@ -95,6 +133,8 @@ class Config:
     tables: TablesConfig = field(default_factory=TablesConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
+    storms: StormsConfig = field(default_factory=StormsConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
 
 
 # Fields holding filesystem locations, resolved against the project root when relative.
@@ -104,6 +144,7 @@ _PATH_FIELDS = {
     (SparkConfig, "warehouse_dir"),
     (SparkConfig, "metastore_dir"),
     (SparkConfig, "jars_dir"),
+    (ReportConfig, "path"),
 }
 
 
@@ -138,6 +179,10 @@ def _convert(value: Any, tp: Any, where: str, root: Path) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: expected true/false, found {value!r}")
         return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, found {value!r}")
+        return float(value)
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{where}: expected an integer, found {value!r}")
@@ -172,6 +217,8 @@ def _build(cls: Any, data: dict[str, Any], where: str, root: Path) -> Any:
         value = _convert(data[f.name], hints[f.name], key, root)
         if (cls, f.name) in _PATH_FIELDS:
             value = _resolve_path(value, root)
+        if cls is LogSource and f.name == "paths":
+            value = tuple(_resolve_path(v, root) for v in value)
         kwargs[f.name] = value
     obj = cls(**kwargs)
     # Defaults that are paths are resolved too.
