@@ -82,13 +82,28 @@ def _figure_html(fig: go.Figure, div_id: str) -> str:
                            config={"displaylogo": False, "responsive": True}))
 
 
+def _labelled(frame: pd.DataFrame, several_clusters: bool) -> pd.DataFrame:
+    """Add a "group" column naming the group, with its cluster when the report spans several clusters
+    (the same group id in two clusters is two groups)."""
+    if frame.empty:
+        return frame.assign(group=pd.Series(dtype=str))
+    if several_clusters:
+        return frame.assign(group=frame["group_id"] + " (" + frame["cluster"] + ")")
+    return frame.assign(group=frame["group_id"])
+
+
+def _several_clusters(data: ReportData) -> bool:
+    return int(data.fleet["cluster"].nunique()) > 1 if not data.fleet.empty else False
+
+
 def _fleet_section(data: ReportData) -> str:
     parts = ['<section id="fleet"><h2>Fleet overview</h2>']
     if data.fleet.empty:
         return parts[0] + "<p>No consumer group rebalanced in the data.</p></section>"
-    top = data.fleet.sort_values(["rebalances", "group_id"], ascending=[False, True]).head(25)
+    several = _several_clusters(data)
+    top = _labelled(data.fleet, several).sort_values(["rebalances", "group_id"], ascending=[False, True]).head(25)
     causes = sorted(top["dominant_cause"].fillna("unknown").unique())
-    fig = px.bar(top.assign(dominant_cause=top["dominant_cause"].fillna("unknown")), x="rebalances", y="group_id",
+    fig = px.bar(top.assign(dominant_cause=top["dominant_cause"].fillna("unknown")), x="rebalances", y="group",
                  color="dominant_cause", orientation="h", color_discrete_map=_colour_map(causes),
                  hover_data=["cluster", "storms", "total_rebalance_seconds"],
                  title="Groups by number of rebalances (colour: dominant cause)")
@@ -96,14 +111,14 @@ def _fleet_section(data: ReportData) -> str:
     fig.update_layout(height=max(300, 28 * len(top) + 120), legend_title_text="cause")
     parts.append(_figure_html(fig, "fleet-rebalances"))
     if not data.storms.empty:
-        storms = data.storms.assign(dominant_cause=data.storms["dominant_cause"].fillna("unknown"))
+        storms = _labelled(data.storms, several).assign(dominant_cause=data.storms["dominant_cause"].fillna("unknown"))
         causes = sorted(storms["dominant_cause"].unique())
-        fig = px.timeline(storms, x_start="window_start", x_end="window_end", y="group_id", color="dominant_cause",
+        fig = px.timeline(storms, x_start="window_start", x_end="window_end", y="group", color="dominant_cause",
                           color_discrete_map=_colour_map(causes),
                           hover_data=["rebalances", "severity", "stalled_seconds", "lockstep_id"],
                           title="Rebalance storms over time")
         fig.update_yaxes(autorange="reversed", title=None)
-        fig.update_layout(height=max(280, 30 * storms["group_id"].nunique() + 140), legend_title_text="cause")
+        fig.update_layout(height=max(280, 30 * storms["group"].nunique() + 140), legend_title_text="cause")
         parts.append(_figure_html(fig, "fleet-storm-timeline"))
         parts.append(_storm_table(storms))
     else:
@@ -115,11 +130,11 @@ def _fleet_section(data: ReportData) -> str:
 
 def _storm_table(storms: pd.DataFrame) -> str:
     rows = []
-    for s in storms.sort_values(["severity", "group_id"], ascending=[False, True]).itertuples():
+    for s in storms.sort_values(["severity", "group"], ascending=[False, True]).itertuples():
         flapping = ", ".join(s.flapping_members) if len(s.flapping_members) else "-"
         rows.append(
             "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
-                s.group_id, f"{s.window_start:%Y-%m-%d %H:%M:%S}", f"{s.window_end:%H:%M:%S}", s.rebalances,
+                s.group, f"{s.window_start:%Y-%m-%d %H:%M:%S}", f"{s.window_end:%H:%M:%S}", s.rebalances,
                 f"{s.stalled_seconds:,.0f} s", s.dominant_cause, flapping, s.lockstep_id or "-", f"{s.severity:.0f}"))
             + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in ("group", "from", "to", "rebalances", "stalled", "dominant cause",
@@ -223,7 +238,9 @@ def render_report(data: ReportData, *, groups_shown: int = 8) -> str:
         ("storms", f"{len(storms):,}"),
         ("time rebalancing", f"{data.fleet['total_rebalance_seconds'].sum() / 60:,.1f} min"),
     ]
-    nav = "".join(f'<a href="#group-{i}">{html.escape(g)}</a>' for i, (_, g) in enumerate(top_groups))
+    several = _several_clusters(data)
+    nav = "".join(f'<a href="#group-{i}">{html.escape(g + (f" ({c})" if several else ""))}</a>'
+                  for i, (c, g) in enumerate(top_groups))
     body = [
         f"<header><h1>{html.escape(data.title)}</h1><p>generated {data.generated_at:%Y-%m-%d %H:%M} UTC"
         f"{' from ' + html.escape(data.source) if data.source else ''}</p></header><main>",
