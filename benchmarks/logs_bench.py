@@ -144,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
                               archive_all_entries=args.archive_all)
             seconds = time.monotonic() - t0
             print(result.format().splitlines()[0])
-            print(f"logs stage: {result.lines_read:,} lines in {seconds:.1f}s = {result.lines_read / seconds:,.0f} lines/s"
+            rate = result.lines_read / seconds
+            print(f"logs stage: {result.lines_read:,} lines in {seconds:.1f}s = {rate:,.0f} lines/s"
                   f" (local[2], {'every entry' if args.archive_all else 'coordinator entries'} archived,"
                   f" {result.events:,} events; load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after)",
                   flush=True)

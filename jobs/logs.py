@@ -45,7 +45,8 @@ import operator
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -499,14 +500,15 @@ SCAN_COLUMNS = T.StructType(
         T.StructField("end_byte", T.LongType(), True),
         *(T.StructField(name, T.LongType(), True) for name in _FILE_COUNTERS),
         T.StructField("unparsed_lines", T.ArrayType(T.LongType(), False), True),
+        T.StructField("read_error", T.StringType(), True),
     ]
 )
 #: How many unparsed line numbers a file's summary keeps.
 UNPARSED_LINES_KEPT = 5
 
 
-def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    def scan_partition(batches: Iterator[Any]) -> Iterator[Any]:
+def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[Any]], Iterable[Any]]:
+    def scan_partition(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         from coordinator_core.logs import classify_log_entry
@@ -517,6 +519,8 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterator[An
         event_values = operator.attrgetter(*event_names)
         no_event = (None,) * len(event_names)
         constant_names = [f.name for f in _FILE_COLUMNS.fields][:6]
+        counter_of_status = {"event": "events", "known_non_event": "known_non_events", "unparsed": "unparsed",
+                             "unparsed_below_info": "unparsed_below_info"}
 
         def batch_of(columns: dict[str, list[Any]], rows: int, constants: dict[str, Any]) -> Any:
             arrays = []
@@ -527,61 +531,56 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterator[An
                 arrays.append(pa.array(values, arrow_field.type))
             return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
+        def classified(
+            blocks: Iterator[tuple[list[int], list[int], list[str]]],
+            file: dict[str, Any],
+            counters: dict[str, int],
+            unparsed_lines: list[int],
+        ) -> Iterator[Any]:
+            zone = zone_of(file["source_zone"])
+            constants = {name: file[name] for name in constant_names}
+            for numbers, counts, texts in blocks:
+                statuses: list[str] = []
+                event_rows: list[tuple[Any, ...]] = []
+                for number, text in zip(numbers, texts, strict=True):
+                    outcome = classify_log_entry(text, source_zone=zone, broker_id=file["source_broker_id"])
+                    statuses.append(outcome.status)
+                    event_rows.append(no_event if outcome.event is None else event_values(outcome.event))
+                    if outcome.status in counter_of_status:
+                        counters[counter_of_status[outcome.status]] += 1
+                    if outcome.status == "unparsed" and len(unparsed_lines) < UNPARSED_LINES_KEPT:
+                        unparsed_lines.append(number)
+                counters["archived_entries"] += len(numbers)
+                fields = dict(zip(event_names, map(list, zip(*event_rows, strict=True)), strict=True))
+                yield batch_of(
+                    {"row_kind": ["entry"] * len(numbers), "line_number": numbers, "line_count": counts,
+                     "text": texts, "status": statuses, **fields},
+                    len(numbers), constants,
+                )
+
         for files in batches:
             for file in files.to_pylist():
-                constants = {name: file[name] for name in constant_names}
-                zone = zone_of(file["source_zone"])
-                broker_id = file["source_broker_id"]
                 scan = FileScan(file["last_line"] + 1, file["last_line"], file["end_byte"])
                 counters = dict.fromkeys(_FILE_COUNTERS, 0)
                 unparsed_lines: list[int] = []
-                reader = scan_container_file if file["container_layout"] else scan_log_file
-                options: dict[str, Any] = {"all_entries": all_entries}
-                if reader is scan_log_file:
-                    options["block_bytes"] = block_bytes
+                blocks = (
+                    scan_container_file(file["path"], scan, file["hold_back_last"], all_entries=all_entries)
+                    if file["container_layout"]
+                    else scan_log_file(file["path"], scan, file["hold_back_last"], all_entries=all_entries,
+                                       block_bytes=block_bytes)
+                )
                 read_error: str | None = None
                 try:
-                    yield from classified(reader(file["path"], scan, file["hold_back_last"], **options))
+                    yield from classified(blocks, file, counters, unparsed_lines)
                 except (OSError, EOFError, zlib.error) as error:  # vanished, unreadable or truncated file
+                    # What was read before stays read: `scan` only ever covers entries already yielded.
                     read_error = f"{type(error).__name__}: {error}"
                 counters["entries"] = scan.entries
                 yield batch_of(
                     {"row_kind": ["file"], "first_line": [scan.first_line], "last_line": [scan.last_line],
-                     "end_byte": [scan.end_byte], **{k: [v] for k, v in counters.items() if k in _FILE_COUNTERS},
+                     "end_byte": [scan.end_byte], **{name: [value] for name, value in counters.items()},
                      "unparsed_lines": [unparsed_lines], "read_error": [read_error]},
-                    1, constants,
-                )
-
-    return scan_partition
-
-
-def _unused() -> None:
-                for numbers, counts, texts in reader(file["path"], scan, file["hold_back_last"], **options):
-                    statuses: list[str] = []
-                    event_rows: list[tuple[Any, ...]] = []
-                    for number, text in zip(numbers, texts, strict=True):
-                        outcome = classify_log_entry(text, source_zone=zone, broker_id=broker_id)
-                        statuses.append(outcome.status)
-                        event_rows.append(no_event if outcome.event is None else event_values(outcome.event))
-                        if outcome.status == "unparsed" and len(unparsed_lines) < UNPARSED_LINES_KEPT:
-                            unparsed_lines.append(number)
-                    fields = dict(zip(event_names, map(list, zip(*event_rows, strict=True)), strict=True))
-                    yield batch_of(
-                        {"row_kind": ["entry"] * len(numbers), "line_number": numbers, "line_count": counts,
-                         "text": texts, "status": statuses, **fields},
-                        len(numbers), constants,
-                    )
-                    counters["archived_entries"] += len(numbers)
-                    for status in statuses:
-                        key = {"event": "events", "known_non_event": "known_non_events"}.get(status, status)
-                        if key in counters:
-                            counters[key] += 1
-                counters["entries"] = scan.entries
-                yield batch_of(
-                    {"row_kind": ["file"], "first_line": [scan.first_line], "last_line": [scan.last_line],
-                     "end_byte": [scan.end_byte], **{k: [v] for k, v in counters.items() if k in _FILE_COUNTERS},
-                     "unparsed_lines": [unparsed_lines]},
-                    1, constants,
+                    1, {name: file[name] for name in constant_names},
                 )
 
     return scan_partition
@@ -664,17 +663,24 @@ class LogsResult:
     def unparsed(self) -> int:
         return sum(f["unparsed"] for f in self.files)
 
+    @property
+    def read_errors(self) -> list[tuple[str, str]]:
+        """(path, error) of the files that could not be read to their end (vanished, truncated .gz)."""
+        return [(f["path"], f["read_error"]) for f in self.files if f["read_error"]]
+
     def format(self) -> str:
         lines = [f"logs: {self.lines_read} new lines, {sum(f['entries'] for f in self.files)} entries,"
                  f" {self.entries_archived} archived, {self.events} events, "
                  f"{self.unparsed} coordinator-looking entries unparsed"]
         for f in self.files:
-            if f["lines"] or f["unparsed"]:
+            if f["lines"] or f["unparsed"] or f["read_error"]:
                 lines.append(
                     f"  {f['cluster']:<12} {f['path']}: lines {f['first_line']}..{f['first_line'] + f['lines'] - 1}, "
                     f"{f['events']} events, {f['unparsed']} unparsed"
                     + (f" (lines {f['unparsed_lines']})" if f["unparsed"] else "")
                 )
+            if f["read_error"]:
+                lines.append(f"  {f['cluster']:<12} {f['path']}: read stopped: {f['read_error']}")
         return "\n".join(lines)
 
 
@@ -722,7 +728,8 @@ def run_logs(
         per_file = {
             (r["cluster"], r["file_id"]): r.asDict()
             for r in scanned.where(F.col("row_kind") == "file").select(
-                "cluster", "file_id", "first_line", "last_line", *_FILE_COUNTERS, "unparsed_lines").collect()
+                "cluster", "file_id", "first_line", "last_line", *_FILE_COUNTERS, "unparsed_lines", "read_error"
+            ).collect()
         }
     finally:
         scanned.unpersist()
@@ -739,6 +746,7 @@ def run_logs(
                 "lines": int(read["last_line"]) - int(read["first_line"]) + 1,
                 **{name: int(read[name]) for name in _FILE_COUNTERS},
                 "unparsed_lines": list(read["unparsed_lines"] or []),
+                "read_error": read["read_error"],
             }
         )
     return result

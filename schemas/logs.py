@@ -152,6 +152,7 @@ LOG_FILE_READS = TableSpec(
                 "Line numbers of the first unparsed entries (at most 5).",
                 False,
             ),
+            column("read_error", T.StringType(), "Why the read stopped before the end of the file (truncated .gz)."),
             column("ingest_run_id", T.StringType(), "Run that read the lines.", False),
             column("ingested_at", T.TimestampType(), "When that run started (UTC).", False),
         ]

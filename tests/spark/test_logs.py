@@ -7,7 +7,6 @@ lines (timestamps converted to UTC by hand), never computed by the code under te
 from __future__ import annotations
 
 import datetime as dt
-import glob
 import gzip
 import os
 from pathlib import Path
@@ -170,8 +169,10 @@ def test_rerun_adds_nothing(spark: SparkSession, tables: Tables, log_root: Path)
     raw_before, events_before = raw_lines(tables).collect(), events(tables).collect()
     reads_before = file_reads(tables).collect()
     again = run(tables, log_root, 2)
-    assert_df_equality(raw_lines(tables), spark.createDataFrame(raw_before, RAW_COLUMNS), ignore_nullable=True, ignore_metadata=True)
-    assert_df_equality(events(tables), spark.createDataFrame(events_before, EVENT_COLUMNS), ignore_nullable=True, ignore_metadata=True)
+    assert_df_equality(raw_lines(tables), spark.createDataFrame(raw_before, RAW_COLUMNS), ignore_nullable=True,
+                       ignore_metadata=True)
+    assert_df_equality(events(tables), spark.createDataFrame(events_before, EVENT_COLUMNS), ignore_nullable=True,
+                       ignore_metadata=True)
     assert_df_equality(file_reads(tables), spark.createDataFrame(reads_before, READ_COLUMNS), ignore_nullable=True,
                        ignore_metadata=True)
     assert len(reads_before) == 2
@@ -458,3 +459,27 @@ def test_archive_all_entries_keeps_every_entry(spark: SparkSession, tables: Tabl
     assert_df_equality(raw_lines(tables), expected, ignore_nullable=True, ignore_metadata=True)
     assert [r["event_type"] for r in events(tables).collect()] == [
         "MEMBER_FAILED_SESSION_TIMEOUT", "REBALANCE_PREPARED", "GROUP_STABILIZED"]
+
+
+def test_unreadable_file_is_reported_not_fatal(spark: SparkSession, tables: Tables, tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    write_lines(tmp_path / "b" / "server.log.2", BROKER_LINES[1:3])
+    stabilized = [f"[2024-06-01 09:{i // 60 % 60:02d}:{i % 60:02d},000] INFO [GroupCoordinator 1]: Stabilized group"
+                  f" g{i * 7919 % 10007} generation {i} (__consumer_offsets-{i % 50}) with 2 members {GC}"
+                  for i in range(20000)]
+    complete = gzip.compress("".join(line + "\n" for line in stabilized).encode())
+    (tmp_path / "b" / "server.log.1.gz").write_bytes(complete[: len(complete) // 2])  # cut by a full disk
+    # Small blocks, so that some blocks are read before the cut.
+    result = run_logs(tables, [LogSource("c4", "broker-1", (str(tmp_path / "b" / "server.log*"),), "UTC", 1)],
+                      "run-1", STARTED, block_bytes=64 << 10)
+    errors = {Path(path).name: error.split(":")[0] for path, error in result.read_errors}
+    assert errors == {"server.log.1.gz": "EOFError"}
+    numbers = [r["line_number"] for r in events(tables).where(F.col("path").endswith("server.log.2")).collect()]
+    assert numbers == [1, 2]
+    assert "read stopped: EOFError" in result.format()
+    # What was read before the cut is recorded and parsed: every line up to the position is an event.
+    (gz_read,) = tables.read(LOG_FILE_READS).where(F.col("path").endswith(".gz")).collect()
+    assert (gz_read["first_line"], gz_read["read_error"].split(":")[0]) == (1, "EOFError")
+    assert 0 < gz_read["last_line"] < len(stabilized)
+    gz_events = events(tables).where(F.col("path").endswith(".gz")).select("line_number").collect()
+    assert [r["line_number"] for r in gz_events] == list(range(1, gz_read["last_line"] + 1))
