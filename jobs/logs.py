@@ -29,9 +29,11 @@ The run summary counts per file the entries that look like coordinator entries b
 row (`unparsed`), with their first line numbers. A run that dies after appending raw_log_lines but before
 log_file_reads is rolled back by the nightly job's recovery (all three tables are the stage's writes).
 
-Why not Spark's text source: on local[2] the JVM text reader alone (no filter, no write) measured about
-620k lines/s, below the stage's target; the vectorized block reader splits and filters a block at more
-than 1.5M lines/s per core, so the per-file task is both the reader and the filter.
+Why not Spark's text source: on local[2] (load average ~5) the JVM text reader alone, with no filter and
+no write, read 620k lines/s over both cores; `contains` on the 16 markers brought it to 230k lines/s.
+The block scan (split, heads, markers, grouping, candidate texts) reads 450k-600k lines/s on ONE core
+under heavier load, and hands only the candidates to the parser without another serialization. What
+bounds the stage is coordinator_core's parser (~45 us per coordinator-looking entry).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from typing import Any
 
 import tomllib
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -630,12 +632,6 @@ def log_file_read_rows(scanned: DataFrame, run_id: str, started_at: dt.datetime)
         .withColumn("ingested_at", F.lit(started_at).cast("timestamp"))
         .select(*LOG_FILE_READS.column_names)
     )
-
-
-def looks_like_coordinator_entry(text: Column) -> Column:
-    """The pre-filter as a Spark SQL condition on an entry's text (to re-select from raw_log_lines)."""
-    condition = text.rlike(marker_pattern())
-    return condition | (text.startswith("{") & ~text.contains("logger"))
 
 
 # -- the stage ------------------------------------------------------------------------------------------
