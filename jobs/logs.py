@@ -336,7 +336,6 @@ def scan_log_file(
     with _open_binary(path) as handle:
         base_line, base_byte = 1, 0  # line number and file offset of the block's first line
         if scan.end_byte and _is_line_end(handle, scan.end_byte):
-            handle.seek(scan.end_byte)
             base_line, base_byte = skip_lines + 1, scan.end_byte
         pending: _Pending | None = None
         rest = b""
@@ -429,14 +428,19 @@ def scan_log_file(
 
 
 def _is_line_end(handle: Any, offset: int) -> bool:
-    """Whether `offset` is just after a newline of the file (a recorded position still fits the file)."""
+    """Whether `offset` is just after a newline of the file (a recorded position still fits the file).
+
+    Leaves the handle at `offset` when it is, at the start of the file when it is not (a `.gz` handle
+    decompresses on seek, so it is not moved twice).
+    """
     try:
         handle.seek(offset - 1)
-        ok: bool = handle.read(1) == b"\n"
+        if handle.read(1) == b"\n":
+            return True
         handle.seek(0)
     except (OSError, EOFError):
-        return False
-    return ok
+        handle.seek(0)
+    return False
 
 
 def scan_container_file(
