@@ -79,9 +79,11 @@ def lockstep_rows(storms: DataFrame, thresholds: StormThresholds) -> DataFrame:
     def per_cluster(pdf: pd.DataFrame) -> pd.DataFrame:
         from coordinator_core.storms import Storm, mark_lockstep
 
+        # Array and map columns arrive as numpy arrays / lists of pairs (never truth-test them).
         existing = [Storm(**{**row, "window_start": _ts(row["window_start"]), "window_end": _ts(row["window_end"]),
-                             "flapping_members": tuple(row["flapping_members"] or ()),
-                             "causes": dict(row["causes"] or {})})
+                             "flapping_members": tuple(row["flapping_members"]) if row["flapping_members"] is not None
+                             else (),
+                             "causes": dict(row["causes"]) if row["causes"] is not None else {}})
                     for row in pdf.to_dict("records")]
         return pd.DataFrame([_storm_dict(s) for s in mark_lockstep(existing, thresholds)],
                             columns=REBALANCE_STORMS.column_names)
