@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--archive-all", action="store_true", help="archive every entry, not only coordinator ones")
     parser.add_argument("--data", default=None, help="directory for the generated files (reused when present)")
     parser.add_argument("--runs", type=int, default=1, help="timed runs, each into fresh tables")
+    parser.add_argument("--driver-memory", default="2g", help="local[2] JVM heap (--archive-all caches every line)")
     args = parser.parse_args(argv)
 
     root = Path(tempfile.mkdtemp(prefix="logs-bench-"))
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             master="local[2]", app_name="logs-bench", catalog="in-memory", warehouse_dir=str(root / "wh"),
             metastore_dir="", shuffle_partitions=2, show_progress=False,
             jars_dir=parse_config({"sources": {"mode": "none"}}).spark.jars_dir,
-            extra={"spark.ui.enabled": "false", "spark.driver.memory": "2g"},
+            extra={"spark.ui.enabled": "false", "spark.driver.memory": args.driver_memory},
         ),
     )
     spark = build_session(config)

@@ -8,9 +8,9 @@ and only lines past the last one archived are added.
 
 raw_log_lines archives the entries that look like coordinator entries (a coordinator logger or broker
 log-context marker in any of their lines, or a JSON-layout entry without a logger key), not every line of
-a broker's server.log: at the stage's throughput target the Delta write of every line alone costs more
-than the whole stage. Every line read is still accounted for, per file and run, in log_file_reads, which
-also holds how far each file was read.
+a broker's server.log: reading and appending every line to Delta, with no parsing at all, measured 275k
+lines/s on local[2], far below the stage's 1M lines/s target. Every line read is still accounted for, per
+file and run, in log_file_reads, which also holds how far each file was read.
 """
 
 from __future__ import annotations
