@@ -52,8 +52,12 @@ def spark_conf(spark: SparkConfig, *, for_shell: bool = False) -> dict[str, str]
         "spark.sql.catalogImplementation": spark.catalog,
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.ui.showConsoleProgress": "true" if spark.show_progress else "false",
-        # Delta: readable commit history for RESTORE, and no surprise schema changes.
+        # Delta: no surprise schema changes.
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
+        # Spark's Kafka source lists partitions with the AdminClient by default, which leaves internal
+        # topics out, so `__consumer_offsets` would have no partitions; the consumer-based offset reader
+        # assigns them as asked.
+        "spark.sql.streaming.kafka.useDeprecatedOffsetFetching": "true",
     }
     if spark.catalog == "hive" and spark.metastore_dir and "://" not in spark.metastore_dir:
         # Embedded Derby metastore at a fixed place, so every process (job, spark-sql) shares one catalog.
