@@ -38,6 +38,7 @@ from jobs.history import run_history, touched_groups
 from jobs.ingest import IngestResult, run_ingest_kafka, run_ingest_segments
 from jobs.logs import run_logs
 from jobs.storms import run_storms, write_report
+from jobs.views import create_views
 from schemas import (
     ALL_TABLES,
     ASSIGNMENT_REPLAY,
@@ -149,6 +150,8 @@ def _storms_stage(ctx: RunContext) -> None:
 
 
 def _report_stage(ctx: RunContext) -> None:
+    views = create_views(ctx.tables.spark, ctx.tables.database)
+    ctx.extra["views"] = ", ".join(views)
     path = write_report(ctx.tables, Path(ctx.config.report.path), ctx.config.report.groups_shown,
                         source=f"database {ctx.tables.database}")
     ctx.extra["report"] = str(path)

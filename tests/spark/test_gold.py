@@ -18,6 +18,7 @@ from jobs.common.delta_io import Tables
 from jobs.history import run_history, touched_groups
 from jobs.nightly import run_nightly
 from jobs.storms import run_storms, write_report
+from jobs.views import create_views
 from schemas import RAW_OFFSETS
 from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GOLD_TABLES, GROUP_GENERATIONS, REBALANCE_STORMS
 from schemas.logs import COORDINATOR_EVENTS
@@ -102,6 +103,16 @@ def test_whatif_covers_every_assignor_with_and_without_static_membership(gold: T
              for s in (False, True)}
     assert steps[True] < steps[False]  # static membership absorbs the crash-loop restarts
     assert all(r["error"] is None for r in rows)
+
+
+def test_audit_views_answer_their_questions(spark: SparkSession, gold: Tables) -> None:
+    views = create_views(spark, gold.database)
+    counts = {v: spark.table(f"{gold.database}.{v}").count() for v in views}
+    assert all(counts[v] > 0 for v in ("v_rebalance_summary", "v_rebalance_causes", "v_storms", "v_flapping_members",
+                                       "v_member_changes", "v_latest_offsets", "v_assignment_mismatches", "v_whatif"))
+    flapping = {(r["group_id"], r["member"]) for r in spark.table(f"{gold.database}.v_flapping_members").collect()}
+    assert flapping == {("cgh-storm-crash-loop", "storm-crash-loop-b@127.0.0.1"),
+                        ("cgh-storm-poll-timeout", "storm-poll-timeout-b@127.0.0.1")}
 
 
 def test_report_is_written(gold: Tables, tmp_path: Path) -> None:
