@@ -97,7 +97,7 @@ VIEWS: dict[str, tuple[str, str]] = {
 def create_views(spark: SparkSession, database: str) -> list[str]:
     """Create or replace every view in `database`; returns their names."""
     for name, (question, select) in VIEWS.items():
-        comment = question.replace("'", "''")
+        comment = question.replace("\\", "\\\\").replace("'", "\\'")  # Spark SQL escapes with backslashes
         spark.sql(f"CREATE OR REPLACE VIEW `{database}`.`{name}` COMMENT '{comment}' AS "
                   + select.format(db=f"`{database}`"))
     return list(VIEWS)
