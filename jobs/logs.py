@@ -227,9 +227,11 @@ READ_BLOCK_BYTES = 8 << 20
 def coordinator_markers() -> tuple[str, ...]:
     """Texts of which every coordinator-looking entry holds at least one (the pre-filter).
 
-    The broker log-context prefixes plus the class names of the coordinator loggers; a marker that
-    contains another is dropped (`GroupCoordinatorShard` is found by `GroupCoordinator`).
+    The broker log-context prefixes, the class names of the coordinator loggers and kafka-python's
+    coordinator loggers; a marker that contains another is dropped (`GroupCoordinatorShard` is found by
+    `GroupCoordinator`).
     """
+    from coordinator_core.logs import KAFKA_PYTHON_LOGGERS
     from coordinator_core.logs.catalogue import COORDINATOR_LOGGERS
 
     markers = {
@@ -238,6 +240,10 @@ def coordinator_markers() -> tuple[str, ...]:
         "[Group Metadata Manager on Broker ",
         "CoordinatorRuntime",
         *(name.rstrip("$") for name in COORDINATOR_LOGGERS),
+        # kafka-python's loggers, as Python logging layouts print them: "(name)" at the end of the line
+        # or " name " between the level and the message
+        *(f"({name})" for name in KAFKA_PYTHON_LOGGERS),
+        *(f" {name} " for name in KAFKA_PYTHON_LOGGERS),
     }
     return tuple(sorted(m for m in markers if not any(o != m and o in m for o in markers)))
 

@@ -52,6 +52,7 @@ from schemas import (
     GROUP_METADATA,
     HISTORY_GAPS,
     INGEST_RUNS,
+    LOG_FILE_READS,
     OFFSET_COMMITS,
     OFFSET_EVENTS,
     RAW_LOG_LINES,
@@ -164,7 +165,8 @@ STAGES: tuple[Stage, ...] = (
         (OFFSET_COMMITS, GROUP_METADATA, GROUP_MEMBERS, CONSUMER_GROUP_RECORDS, DECODE_ERRORS, DECODE_COVERAGE),
         _decode_stage,
     ),
-    Stage("logs", (RAW_LOG_LINES, COORDINATOR_EVENTS), _logs_stage),
+    # log_file_reads holds each file's read position: it is rolled back with the two tables it describes.
+    Stage("logs", (RAW_LOG_LINES, COORDINATOR_EVENTS, LOG_FILE_READS), _logs_stage),
     Stage("history", (GROUP_GENERATIONS, OFFSET_EVENTS, ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF), _history_stage),
     Stage("storms", (REBALANCE_STORMS,), _storms_stage),
     Stage("report", (), _report_stage),

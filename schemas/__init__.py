@@ -13,7 +13,7 @@ from schemas.gold import (
     OFFSET_EVENTS,
     REBALANCE_STORMS,
 )
-from schemas.logs import COORDINATOR_EVENTS, RAW_LOG_LINES
+from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
 from schemas.observability import DECODE_COVERAGE, HISTORY_GAPS, INGEST_RUNS
 from schemas.silver import CONSUMER_GROUP_RECORDS, DECODE_ERRORS, GROUP_MEMBERS, GROUP_METADATA, OFFSET_COMMITS
 
@@ -29,6 +29,7 @@ ALL_TABLES: tuple[TableSpec, ...] = (
     HISTORY_GAPS,
     RAW_LOG_LINES,
     COORDINATOR_EVENTS,
+    LOG_FILE_READS,
     *GOLD_TABLES,
 )
 
@@ -38,6 +39,7 @@ __all__ = [
     "ASSIGNOR_WHATIF",
     "COORDINATOR_EVENTS",
     "GROUP_GENERATIONS",
+    "LOG_FILE_READS",
     "OFFSET_EVENTS",
     "RAW_LOG_LINES",
     "REBALANCE_STORMS",
