@@ -8,6 +8,10 @@ after the previous one ended; a quiet period of that length ends it. The run is 
 same member (instance id, or client id and host) joins ``flapping_min_rejoins`` times, as a crash-looping
 consumer or one that keeps exceeding ``max.poll.interval.ms`` does. Thresholds come from conf/.
 
+The dominant cause is the storm's most frequent failure (session or poll timeout, eviction, fencing,
+coordinator trouble) when it has one, else its most frequent cause: in a crash loop the joins of the
+restarted member are the symptom and the session timeouts the cause.
+
 Severity (0-100) is documented so an operator can reason about the ranking::
 
     severity = min(100, 15 * log2(1 + rebalances)
@@ -78,6 +82,7 @@ class Rebalance:
     left: tuple[MemberIdentity, ...] = ()
     revoked_partitions: int | None = None
     coordinator: str | None = None  # e.g. the `__consumer_offsets` partition or broker id
+    other_causes: tuple[str, ...] = ()  # further causes of the same rebalance (e.g. a timeout during a join)
 
     @property
     def duration_seconds(self) -> float:
@@ -131,9 +136,19 @@ def _flapping(rebalances: Sequence[Rebalance], min_rejoins: int) -> tuple[str, .
     return tuple(sorted(label for label, n in joins.items() if n >= min_rejoins))
 
 
+#: Causes that are failures, as opposed to the joins and leaves that follow them: a storm's dominant cause
+#: is its most frequent failure when it has one (a crash loop is session timeouts, not new members).
+FAILURE_CAUSES = frozenset({
+    "session_timeout", "poll_timeout", "not_rejoined_in_time", "member_evicted", "static_member_fenced",
+    "coordinator_failover", "coordinator_error", "group_over_capacity",
+})
+
+
 def _storm(rebalances: Sequence[Rebalance], t: StormThresholds) -> Storm:
     causes = Counter(r.cause or "unknown" for r in rebalances)
-    dominant = max(sorted(causes), key=lambda c: causes[c])  # ties broken by name, for stable output
+    failures = Counter(c for r in rebalances for c in {r.cause, *r.other_causes} if c in FAILURE_CAUSES)
+    ranked = failures or causes
+    dominant = max(sorted(ranked), key=lambda c: ranked[c])  # ties broken by name, for stable output
     last = rebalances[-1]
     end = max((r.ended_at or r.started_at) for r in rebalances)
     flapping = _flapping(rebalances, t.flapping_min_rejoins)

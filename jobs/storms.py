@@ -48,9 +48,10 @@ def _rebalances(pdf: pd.DataFrame) -> list[Any]:
         joined = tuple(members[m] for m in (g.members_joined if g.members_joined is not None else []) if m in members)
         left = tuple(previous[m] for m in (g.members_left if g.members_left is not None else []) if m in previous)
         moved = g.partitions_revoked_then_assigned
+        others = tuple(c for c in (g.causes if g.causes is not None else []) if c != g.cause)
         out.append(Rebalance(g.cluster, g.group_id, int(g.generation), started,
                              started + dt.timedelta(milliseconds=duration_ms), g.cause, g.protocol, joined, left,
-                             len(moved) if moved is not None else None))
+                             len(moved) if moved is not None else None, other_causes=others))
         previous = members or previous
     return out
 

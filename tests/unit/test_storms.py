@@ -106,3 +106,13 @@ def test_a_flapping_member_makes_a_storm_even_with_few_rebalances() -> None:
     [storm] = group_storms(rebalances, thresholds)
     assert (storm.rebalances, storm.flapping_members) == (6, ("worker@/10.0.0.9",))
     assert group_storms(rebalances[:4], thresholds) == []  # joined only twice: no storm
+
+
+def test_dominant_cause_prefers_the_failure_over_the_joins_it_causes() -> None:
+    # a crash loop: each restart is a new member join; the dead member's session timeout rides along
+    rebalances = [Rebalance("prod", "g", i, T0 + timedelta(minutes=i), T0 + timedelta(minutes=i, seconds=9),
+                            "new_member", "range", other_causes=("session_timeout",) if i else ())
+                  for i in range(4)]
+    [storm] = group_storms(rebalances)
+    assert storm.dominant_cause == "session_timeout"
+    assert storm.causes == {"new_member": 4}
