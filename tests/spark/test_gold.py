@@ -12,25 +12,21 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from coordinator_core.storms import StormThresholds
-from jobs.common.config import Config, SegmentSource, SourcesConfig, TablesConfig
+from jobs.common.config import Config, LogSource, ReportConfig, SegmentSource, SourcesConfig, StormsConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.history import run_history, touched_groups
 from jobs.nightly import run_nightly
-from jobs.storms import run_storms, write_report
+from jobs.storms import write_report
 from jobs.views import create_views
-from schemas import RAW_OFFSETS
-from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GOLD_TABLES, GROUP_GENERATIONS, REBALANCE_STORMS
-from schemas.logs import COORDINATOR_EVENTS
+from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "kafka-4.3.1"
 # The sample's scenarios run for seconds, not hours: storm windows scaled to match (a storm here is a
-# member that rejoins again and again, or 12 rebalances within 2 minutes).
-THRESHOLDS = StormThresholds(min_rebalances=12, window_minutes=2, quiet_minutes=1, flapping_min_rejoins=3,
-                             lockstep_seconds=5, lockstep_min_groups=3)
+# member that rejoins again and again, or 12 rebalances within 2 minutes), as conf/local.toml does.
+STORMS = StormsConfig(min_rebalances=12, window_minutes=2, quiet_minutes=1, flapping_min_rejoins=3,
+                      lockstep_seconds=5, lockstep_min_groups=3)
 
 
 @pytest.fixture(scope="module")
@@ -41,17 +37,17 @@ def scenarios() -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def gold(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Tables:
+    """The whole nightly pipeline (segments and logs of the 4.3.1 sample) in a database of its own."""
     root = tmp_path_factory.mktemp("gold")
-    config = Config(sources=SourcesConfig(mode="segments", segments=(SegmentSource("sample", str(SAMPLE)),)),
-                    tables=TablesConfig(database="cgh_gold", location=str(root / "tables")))
+    logs = (LogSource("sample", "broker-1", (str(SAMPLE / "broker" / "server.log"),), "UTC", 1),
+            LogSource("sample", "clients", (str(SAMPLE / "clients" / "*.log"),)))
+    config = Config(
+        sources=SourcesConfig(mode="segments", segments=(SegmentSource("sample", str(SAMPLE)),), logs=logs),
+        tables=TablesConfig(database="cgh_gold", location=str(root / "tables")),
+        storms=STORMS, report=ReportConfig(path=str(root / "report.html"), groups_shown=4),
+    )
     run_nightly(spark, config)
-    tables = Tables(spark, config.tables.database, config.tables.location)
-    for spec in (COORDINATOR_EVENTS, *GOLD_TABLES):
-        tables.ensure(spec)
-    groups = touched_groups(tables, -1, tables.version(RAW_OFFSETS))
-    run_history(spark, tables, groups)
-    run_storms(tables, groups, THRESHOLDS)
-    return tables
+    return Tables(spark, config.tables.database, config.tables.location)
 
 
 def test_every_classic_scenario_has_its_generations(gold: Tables, scenarios: dict[str, dict[str, Any]]) -> None:
@@ -72,8 +68,11 @@ def test_storm_scenarios_are_flagged_and_quiet_ones_are_not(gold: Tables) -> Non
     assert set(storms) == {"cgh-storm-crash-loop", "cgh-storm-poll-timeout"}
     crash = storms["cgh-storm-crash-loop"]
     assert crash["flapping_members"] == ["storm-crash-loop-b@127.0.0.1"]
+    # the restarted member's joins are the symptom; the dead member's session timeouts are the cause
+    assert crash["dominant_cause"] == "session_timeout"
     poll = storms["cgh-storm-poll-timeout"]
     assert poll["flapping_members"] == ["storm-poll-timeout-b@127.0.0.1"]
+    assert poll["dominant_cause"] == "poll_timeout"  # from kafka-python's own log line
     assert poll["rebalances"] >= 8 and 0 < poll["severity"] <= 100
 
 
