@@ -186,7 +186,31 @@ def _ident(name: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in name)
 
 
-class _DecoderBuilder:
+class _CodeBuilder:
+    """Source-emitting helpers shared by the decoder and encoder compilers, and the split of a struct's
+    fields at one version into the regular sequence and the tagged-field section."""
+
+    s: Struct
+    version: int
+    flexible: bool
+    lines: list[str]
+    counter: int
+
+    def tmp(self, prefix: str) -> str:
+        self.counter += 1
+        return f"_{prefix}{self.counter}"
+
+    def emit(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+    def split_fields(self) -> tuple[list[Field], list[Field]]:
+        v, flex = self.version, self.flexible
+        present = [f for f in self.s.fields if f.present_in(v) and not (flex and f.tag is not None)]
+        tagged = [f for f in self.s.fields if f.present_in(v) and flex and f.tag is not None]
+        return present, tagged
+
+
+class _DecoderBuilder(_CodeBuilder):
     """Emits the Python source of one struct decoder and compiles it."""
 
     def __init__(self, s: Struct, version: int, flexible: bool) -> None:
@@ -209,19 +233,11 @@ class _DecoderBuilder:
         self.lines: list[str] = []
         self.counter = 0
 
-    def tmp(self, prefix: str) -> str:
-        self.counter += 1
-        return f"_{prefix}{self.counter}"
-
-    def emit(self, indent: int, line: str) -> None:
-        self.lines.append("    " * indent + line)
-
     def build(self) -> Decoder:
         s, v = self.s, self.version
         fname = f"decode_{_ident(s.name)}_v{v}"
         self.emit(0, f"def {fname}(buf, pos, end, path):")
-        present = [f for f in s.fields if f.present_in(v) and not (self.flexible and f.tag is not None)]
-        tagged = [f for f in s.fields if f.present_in(v) and self.flexible and f.tag is not None]
+        present, tagged = self.split_fields()
         # Absent fields take their declared defaults.
         for f in s.fields:
             if f not in present:
@@ -372,7 +388,7 @@ class _DecoderBuilder:
         self.emit(2, f"pos = {stop}")
 
 
-class _EncoderBuilder:
+class _EncoderBuilder(_CodeBuilder):
     """Emits the Python source of one struct encoder and compiles it."""
 
     def __init__(self, s: Struct, version: int, flexible: bool) -> None:
@@ -387,19 +403,11 @@ class _EncoderBuilder:
         self.lines: list[str] = []
         self.counter = 0
 
-    def tmp(self, prefix: str) -> str:
-        self.counter += 1
-        return f"_{prefix}{self.counter}"
-
-    def emit(self, indent: int, line: str) -> None:
-        self.lines.append("    " * indent + line)
-
     def build(self) -> Encoder:
         s, v = self.s, self.version
         fname = f"encode_{_ident(s.name)}_v{v}"
         self.emit(0, f"def {fname}(obj, out, path):")
-        present = [f for f in s.fields if f.present_in(v) and not (self.flexible and f.tag is not None)]
-        tagged = [f for f in s.fields if f.present_in(v) and self.flexible and f.tag is not None]
+        present, tagged = self.split_fields()
         for f in present:
             self.value(1, f.type, f"obj.{f.name}", f"path + '.{f.name}'", f.nullable_in(v))
         if self.flexible:
