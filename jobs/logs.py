@@ -56,7 +56,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -64,54 +63,19 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from coordinator_core.logs import CONTAINER_PREFIXES
-from jobs.common.config import PROJECT_ROOT, Config, ConfigError, _build, parse_config
+from jobs.common.config import PROJECT_ROOT, ConfigError, LogSource, load_config, parse_config
 from jobs.common.delta_io import Tables
 from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
 
 # -- configuration ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LogSource:
-    """One broker's or client's log files (`[[sources.logs]]`).
-
-    Attributes:
-        cluster: cluster name (as in the segment/Kafka sources).
-        source: a name for the writer of these files (`broker-1`, `orders-consumer`); part of the file
-            identity, so two brokers whose logs start with the same line stay apart.
-        paths: glob patterns; a relative one is resolved against the project root. Rotated (`.log.N`,
-            `.log.<date>`) and gzip-compressed (`.gz`) files are read as well.
-        zone: IANA zone of zone-less timestamps (log4j's `%d`); everything is stored in UTC.
-        broker_id: broker that writes these files, for lines that do not name it; -1 for clients.
-    """
-
-    cluster: str
-    source: str
-    paths: tuple[str, ...]
-    zone: str = "UTC"
-    broker_id: int = -1
-
-
 def parse_log_sources(data: list[dict[str, Any]], root: Path = PROJECT_ROOT) -> tuple[LogSource, ...]:
-    """`[[sources.logs]]` entries (already-parsed TOML) -> LogSource, strictly (unknown keys are errors)."""
+    """`[[sources.logs]]` entries (already-parsed TOML) -> LogSource, strictly (unknown keys are errors),
+    through the project's config loader so the rules are the same as in a configuration file."""
     if not isinstance(data, list):
         raise ConfigError("sources.logs: expected an array of tables ([[sources.logs]])")
-    sources = []
-    for index, entry in enumerate(data):
-        source: LogSource = _build(LogSource, entry, f"sources.logs[{index}]", root)
-        paths = tuple(p if os.path.isabs(p) or "://" in p else str(root / p) for p in source.paths)
-        sources.append(LogSource(source.cluster, source.source, paths, source.zone, source.broker_id))
-    return tuple(sources)
-
-
-def load_config_with_logs(path: str | os.PathLike[str] | None) -> tuple[Config, tuple[LogSource, ...]]:
-    """The job's Config plus its `[[sources.logs]]`, until `jobs.common.config` knows that section."""
-    config_path = Path(path) if path else PROJECT_ROOT / "conf" / "local.toml"
-    with open(config_path, "rb") as handle:
-        data = tomllib.load(handle)
-    root = config_path.resolve().parent.parent
-    logs = data.get("sources", {}).pop("logs", [])
-    return parse_config(data, root=root), parse_log_sources(logs, root)
+    return parse_config({"sources": {"mode": "none", "logs": data}}, root=root).sources.logs
 
 
 # -- extract: which files, which identity, from which line ---------------------------------------------
@@ -767,7 +731,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jobs.logs", description="Archive and parse coordinator logs.")
     parser.add_argument("--conf", default=None, help="TOML configuration (default: conf/local.toml)")
     args = parser.parse_args(list(argv) if argv is not None else None)
-    config, sources = load_config_with_logs(args.conf)
+    config = load_config(args.conf)
+    sources = config.sources.logs
     if not sources:
         print("no [[sources.logs]] configured; nothing to do", file=sys.stderr)
         return 0
