@@ -272,6 +272,10 @@ _ASSIGNED = re.compile(r"Notifying assignor about the new Assignment\(partitions
 # The target assignment a KIP-848 member reconciles to ("Reconciling assignment ..." block).
 _RECONCILED = re.compile(r"^\tAssigned partitions:\s+\[([^\]]*)\]")
 _CG_TRANSITION = re.compile(r"Member (\S+) with epoch (-?\d+) transitioned from (\w+) to (\w+)")
+# The leader's own account of a round: every member id with the partitions it sent in SyncGroup, which
+# is exactly what the coordinator stores in the round's GroupMetadata record.
+_FINISHED = re.compile(r"Finished assignment for group at generation (-?\d+): \{(.*)\}")
+_FINISHED_MEMBER = re.compile(r"([^\s,=]+)=Assignment\(partitions=\[([^\]]*)\]")
 
 
 def _partitions(text: str) -> list[list[Any]]:
@@ -334,6 +338,17 @@ class JavaConsoleMember(Member):
             if assigned and current is not None and not current.assignment:
                 current.assignment = _partitions(assigned.group(1))
         return history
+
+    def leader_assignments(self) -> dict[int, dict[str, list[list[Any]]]]:
+        """The rounds this member led: generation -> member id -> the assignment it computed."""
+        rounds: dict[int, dict[str, list[list[Any]]]] = {}
+        for line in self._lines():
+            finished = _FINISHED.search(line)
+            if finished:
+                rounds[int(finished.group(1))] = {
+                    m.group(1): _partitions(m.group(2)) for m in _FINISHED_MEMBER.finditer(finished.group(2))
+                }
+        return rounds
 
     def view(self) -> MemberView | None:
         if not self.alive():
@@ -522,11 +537,18 @@ class GroupTracker:
 
     def _record(self, generation: int, cause: str, trigger: str | None, from_history: bool) -> None:
         views: dict[str, MemberView] = {}
+        missing: list[str] = []
         for cid, member in self.members.items():
             view = member.history().get(generation) if from_history else member.view()
             if view is None or view.generation != generation:
-                raise ScenarioError(f"{self.record.name}: {cid} did not report generation {generation}")
-            views[cid] = view
+                missing.append(cid)
+            else:
+                views[cid] = view
+        if missing and from_history:
+            views.update(self._from_leader(generation, missing, views))
+            missing = [cid for cid in missing if cid not in views]
+        if missing:
+            raise ScenarioError(f"{self.record.name}: {', '.join(missing)} did not report generation {generation}")
         protocols = {v.protocol for v in views.values()}
         if len(protocols) != 1:
             raise ScenarioError(f"{self.record.name}: members disagree on the protocol: {protocols}")
@@ -542,6 +564,27 @@ class GroupTracker:
             protocol=protocols.pop(),
         ))
         self.last_generation = generation
+
+    def _from_leader(self, generation: int, missing: list[str], seen: dict[str, MemberView]) -> dict[str, MemberView]:
+        """Members that never synced into a short-lived round, as the round's leader logged them.
+
+        In a cooperative rebalance the leader revokes and rejoins at once; a joiner whose SyncGroup
+        arrives after that gets REBALANCE_IN_PROGRESS and never sees the round, although the coordinator
+        stored it with the joiner as a member. The leader's "Finished assignment" line names the round's
+        members (by member id, the same one the joiner keeps into the next round) and their partitions.
+        """
+        rounds = [m.leader_assignments().get(generation) for m in self.members.values()
+                  if isinstance(m, JavaConsoleMember)]
+        led = next((r for r in rounds if r), None)
+        if led is None or not seen:
+            return {}
+        protocol = next(iter(seen.values())).protocol
+        found: dict[str, MemberView] = {}
+        for cid in missing:
+            current = self.members[cid].view()
+            if current is not None and current.member_id in led:
+                found[cid] = MemberView(generation, current.member_id, protocol, True, led[current.member_id])
+        return found
 
     def observe_empty(self, cause: str, trigger: str | None) -> None:
         """The last member left: the coordinator completes one more generation with no members."""
