@@ -50,8 +50,10 @@ def realistic_records(n: int, seed: int = 7) -> tuple[list[bytes], list[bytes | 
         elif roll < 0.97:
             version, value = 4, m.OffsetCommitValue(rnd.randrange(1 << 40), rnd.randrange(30), "", ts, -1, None)
         else:
-            version, value = 4, m.OffsetCommitValue(rnd.randrange(1 << 40), 3, "checkpoint", ts, -1,
-                                                    "AQIDBAUGBwgJCgsMDQ4PEA")
+            version, value = (
+                4,
+                m.OffsetCommitValue(rnd.randrange(1 << 40), 3, "checkpoint", ts, -1, "AQIDBAUGBwgJCgsMDQ4PEA"),
+            )
         k, v = cc.encode_record(Record(1, m.OffsetCommitKey(g, t, p), version, value))
         keys.append(k)
         values.append(v)
@@ -92,9 +94,15 @@ def write_segment(path: str, keys: list[bytes], values: list[bytes | None], targ
     with open(path, "wb") as f:
         while written < target_bytes:
             for i in range(0, len(keys), 200):
-                bb = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                               producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                               batch_size=1 << 22)
+                bb = DefaultRecordBatchBuilder(
+                    magic=2,
+                    compression_type=0,
+                    is_transactional=False,
+                    producer_id=-1,
+                    producer_epoch=-1,
+                    base_sequence=-1,
+                    batch_size=1 << 22,
+                )
                 for j in range(i, min(i + 200, len(keys))):
                     bb.append(j - i, timestamp=1_760_000_000_000 + j, key=keys[j], value=values[j], headers=[])
                 buf = bytearray(bb.build())
@@ -129,8 +137,10 @@ def bench_read_segment(keys: list[bytes], values: list[bytes | None], megabytes:
             count, elapsed = int(count_s), float(elapsed_s)
             assert count == n and problems == "0", (count, n, problems)
             mb_per_s = os.path.getsize(path) / elapsed / 1e6
-            print(f"read_segment   : {size_mb:>5} MiB file, {count:,} records, {count / elapsed:,.0f} records/s, "
-                  f"{mb_per_s:,.0f} MB/s, peak RSS of the reading process {int(maxrss_kib) / 1024:,.1f} MiB")
+            print(
+                f"read_segment   : {size_mb:>5} MiB file, {count:,} records, {count / elapsed:,.0f} records/s, "
+                f"{mb_per_s:,.0f} MB/s, peak RSS of the reading process {int(maxrss_kib) / 1024:,.1f} MiB"
+            )
             os.remove(path)
 
 
