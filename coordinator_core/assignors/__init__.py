@@ -36,11 +36,12 @@ from coordinator_core.assignors._server_spec import (
     TargetAssignment,
     TopicMetadata,
 )
-from coordinator_core.assignors.range import assign_range, assign_range_before_3_5
-from coordinator_core.assignors.roundrobin import assign_roundrobin
+from coordinator_core.assignors.range import assign_range, assign_range_before_2_4, assign_range_before_3_5
+from coordinator_core.assignors.roundrobin import assign_roundrobin, assign_roundrobin_before_2_4
 from coordinator_core.assignors.server_range import assign_server_range
 from coordinator_core.assignors.server_uniform import assign_server_uniform
 from coordinator_core.assignors.sticky import StickyRevision, assign_sticky
+from coordinator_core.assignors.sticky_before_3_0 import StickyRevisionBefore3_0, assign_sticky_before_3_0
 from coordinator_core.assignors.userdata import (
     decode_cooperative_user_data,
     decode_sticky_user_data,
@@ -59,7 +60,7 @@ class UnsupportedKafkaVersion(ValueError):
 
 
 def parse_kafka_version(version: str | Sequence[int]) -> KafkaVersion:
-    """"3.5.1" (or "3.5", "3.5.1-rc0", (3, 5, 1)) -> (3, 5, 1)."""
+    """ "3.5.1" (or "3.5", "3.5.1-rc0", (3, 5, 1)) -> (3, 5, 1)."""
     if isinstance(version, str):
         core = version.split("-", 1)[0]
         parts = [int(x) for x in core.split(".") if x != ""]
@@ -71,13 +72,34 @@ def parse_kafka_version(version: str | Sequence[int]) -> KafkaVersion:
     return (parts[0], parts[1], parts[2])
 
 
-def sticky_revision(kafka_version: str | Sequence[int]) -> StickyRevision:
-    """The `AbstractStickyAssignor` revision shipped in a kafka-clients version (3.0.0 and later)."""
+def sticky_revision(kafka_version: str | Sequence[int]) -> StickyRevision | StickyRevisionBefore3_0:
+    """The sticky assignors' revision shipped in a kafka-clients version (2.3.0 and later).
+
+    3.0.0 and later: an `AbstractStickyAssignor` revision of the quota/topic-level algorithm
+    (`StickyRevision`). 2.3.0-2.8.x: the partition-level algorithm (`StickyRevisionBefore3_0`), checked
+    against the release tags: KIP-341 generations in 2.3.0; `AbstractStickyAssignor`, cooperative-sticky
+    and the revocation-aware first balancing pass in 2.4.0; the first constrained fast path for equal
+    subscriptions (KAFKA-9987) in 2.5.1 and 2.6.0 (2.5.0 does not have it; 2.7.0-2.8.0 only changed
+    comments); invalidation of partitions claimed twice in one generation and cooperative-sticky's
+    generation from its user data (KAFKA-12984) in 2.8.1.
+
+    Raises:
+        UnsupportedKafkaVersion: before 2.3.0: `StickyAssignor` 0.11.0-2.2.x read V0 user data without a
+            generation, kept every member's claimed partitions as they came (a partition claimed twice
+            stays in both lists) and knew no previous owners; that revision is not implemented.
+    """
     v = parse_kafka_version(kafka_version)
-    if v < (3, 0, 0):
+    if v < (2, 3, 0):
         raise UnsupportedKafkaVersion(
-            f"sticky assignors before Kafka 3.0.0 (got {kafka_version}) use the 2.5.1-2.8 constrained or the "
-            "pre-2.6 general algorithm, which are not implemented"
+            f"sticky before Kafka 2.3.0 (got {'.'.join(map(str, v))}): the original KIP-54 StickyAssignor of "
+            "0.11.0-2.2.x (user data without generations, duplicate claims kept) is not implemented"
+        )
+    if v < (3, 0, 0):
+        return StickyRevisionBefore3_0(
+            revocation_pass=v >= (2, 4, 0),
+            constrained=v >= (2, 5, 1),
+            invalidate_multiple_previous_owners=v >= (2, 8, 1),
+            cooperative_generation_from_user_data=v >= (2, 8, 1),
         )
     return StickyRevision(
         per_partition_generations=v >= (3, 4, 1),
@@ -91,10 +113,15 @@ def sticky_revision(kafka_version: str | Sequence[int]) -> StickyRevision:
     )
 
 
+OLDEST_CONSUMER_PROTOCOL = (0, 9, 0)
+"""Kafka 0.9.0 introduced the consumer group protocol and, with it, the client-side Range and RoundRobin."""
+
+
 def _require_client_version(name: str, v: KafkaVersion) -> None:
-    if v < (2, 4, 0):
+    """Range and RoundRobin exist in every client that speaks the consumer protocol (0.9.0+)."""
+    if v < OLDEST_CONSUMER_PROTOCOL:
         raise UnsupportedKafkaVersion(
-            f"{name} before Kafka 2.4.0 (ordered members by member id only, no static members) is not implemented"
+            f"{name} before Kafka 0.9.0 (got {'.'.join(map(str, v))}): there was no consumer group protocol"
         )
 
 
@@ -106,11 +133,11 @@ def _range(
     context: Mapping[str, Any],
 ) -> Assignment:
     _require_client_version("range", v)
+    if v < (2, 4, 0):
+        return assign_range_before_2_4(partitions_per_topic, subscriptions, topic_map_compute_if_absent=v >= (2, 1, 0))
     if v < (3, 5, 0):
         return assign_range_before_3_5(partitions_per_topic, subscriptions)
-    return assign_range(
-        partitions_per_topic, subscriptions, partition_racks=partition_racks, rack_aware=v >= (3, 5, 0)
-    )
+    return assign_range(partitions_per_topic, subscriptions, partition_racks=partition_racks, rack_aware=v >= (3, 5, 0))
 
 
 def _roundrobin(
@@ -121,6 +148,8 @@ def _roundrobin(
     context: Mapping[str, Any],
 ) -> Assignment:
     _require_client_version("roundrobin", v)
+    if v < (2, 4, 0):
+        return assign_roundrobin_before_2_4(partitions_per_topic, subscriptions, missing_topic_fails=v < (0, 10, 0))
     return assign_roundrobin(partitions_per_topic, subscriptions)
 
 
@@ -132,12 +161,21 @@ def _sticky(cooperative: bool) -> _Impl:
         partition_racks: PartitionRacks | None,
         context: Mapping[str, Any],
     ) -> Assignment:
+        if cooperative and v < (2, 4, 0):
+            raise UnsupportedKafkaVersion(
+                f"cooperative-sticky does not exist before Kafka 2.4.0 (KIP-429; got {'.'.join(map(str, v))})"
+            )
+        revision = sticky_revision(v)
+        if isinstance(revision, StickyRevisionBefore3_0):
+            return assign_sticky_before_3_0(
+                partitions_per_topic, subscriptions, cooperative=cooperative, revision=revision
+            )
         return assign_sticky(
             partitions_per_topic,
             subscriptions,
             cooperative=cooperative,
             partition_racks=partition_racks,
-            revision=sticky_revision(v),
+            revision=revision,
         )
 
     return run
@@ -282,15 +320,20 @@ __all__ = [
     "MemberSubscription",
     "PartitionRacks",
     "StickyRevision",
+    "StickyRevisionBefore3_0",
+    "OLDEST_CONSUMER_PROTOCOL",
     "TopicPartition",
     "UnsupportedKafkaVersion",
     "assign",
     "assign_range",
+    "assign_range_before_2_4",
     "assign_range_before_3_5",
     "assign_roundrobin",
+    "assign_roundrobin_before_2_4",
     "assign_server_range",
     "assign_server_uniform",
     "assign_sticky",
+    "assign_sticky_before_3_0",
     "decode_cooperative_user_data",
     "decode_sticky_user_data",
     "encode_cooperative_user_data",

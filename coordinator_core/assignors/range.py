@@ -1,8 +1,10 @@
-"""Kafka's client-side `RangeAssignor` (protocol name ``range``), 2.4 onwards, rack-aware from 3.5."""
+"""Kafka's client-side `RangeAssignor` (protocol name ``range``), 0.9 onwards: static members sorted first
+from 2.4, rack-aware from 3.5."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from coordinator_core.assignors._common import (
     replica_racks,
@@ -18,7 +20,7 @@ from coordinator_core.assignors._model import (
     subscriptions_in_hash_order,
     topic_partition_sort_key,
 )
-from coordinator_core.javaisms import JavaHashMap, java_string_hash
+from coordinator_core.javaisms import JavaHashMap, java_string_hash, java_string_sort_key
 
 
 class _TopicState:
@@ -50,9 +52,7 @@ class _TopicState:
                 racks = replica_racks(partition_racks, (topic, p))
                 self.partition_racks[(topic, p)] = racks
                 all_partition_racks |= racks
-        self.needs_rack_aware = use_rack_aware_assignment(
-            consumer_racks, all_partition_racks, self.partition_racks
-        )
+        self.needs_rack_aware = use_rack_aware_assignment(consumer_racks, all_partition_racks, self.partition_racks)
 
     def racks_match(self, consumer: str, tp: TopicPartition) -> bool:
         rack = self.consumers[consumer]
@@ -96,11 +96,7 @@ def _assign_co_partitioned(
     remaining = list(consumers)
     for p in range(num_partitions):
         match = next(
-            (
-                c
-                for c in remaining
-                if all(t.racks_match(c, (t.topic, p)) and t.max_assignable(c) > 0 for t in states)
-            ),
+            (c for c in remaining if all(t.racks_match(c, (t.topic, p)) and t.max_assignable(c) > 0 for t in states)),
             None,
         )
         if match is None:
@@ -179,19 +175,61 @@ def assign_range_before_3_5(
     ...     [MemberSubscription("C0", ["t0", "t1"]), MemberSubscription("C1", ["t0", "t1"])])
     {'C0': [('t0', 0), ('t0', 1), ('t1', 0), ('t1', 1)], 'C1': [('t0', 2), ('t1', 2)]}
     """
+    return _hash_ordered_ranges(partitions_per_topic, subscriptions, member_sort_key, compute_if_absent=True)
+
+
+def assign_range_before_2_4(
+    partitions_per_topic: Mapping[str, int],
+    subscriptions: Sequence[MemberSubscription],
+    *,
+    topic_map_compute_if_absent: bool = True,
+) -> Assignment:
+    """Range as Kafka 0.9.0-2.3.x computed it: as in 2.4-3.4, but the subscribers of a topic are sorted by
+    member id alone (there were no static members in the assignor's view before KIP-345 reached it).
+
+    Args:
+        topic_map_compute_if_absent: how the HashMap topic -> subscribers was filled, which decides the
+            order a member's topics come in: `computeIfAbsent` from 2.1.0 on (new keys go to the head of
+            their bucket), `get` then `put` before (new keys go to the tail).
+
+    A group instance id in the input is ignored. Example (C1 is static, but 2.3 sorts by member id):
+
+    >>> from coordinator_core.assignors import MemberSubscription
+    >>> assign_range_before_2_4({"t": 3},
+    ...     [MemberSubscription("C1", ["t"], group_instance_id="i"), MemberSubscription("C0", ["t"])])
+    {'C1': [('t', 2)], 'C0': [('t', 0), ('t', 1)]}
+    """
+    return _hash_ordered_ranges(
+        partitions_per_topic,
+        subscriptions,
+        lambda m: java_string_sort_key(m.member_id),
+        compute_if_absent=topic_map_compute_if_absent,
+    )
+
+
+def _hash_ordered_ranges(
+    partitions_per_topic: Mapping[str, int],
+    subscriptions: Sequence[MemberSubscription],
+    member_order: Callable[[MemberSubscription], Any],
+    *,
+    compute_if_absent: bool,
+) -> Assignment:
     members = subscriptions_in_hash_order(subscriptions)
     topic_order = JavaHashMap(java_string_hash)
     subscribers: dict[str, list[MemberSubscription]] = {}
     for m in members:
         for topic in m.topics:
-            topic_order.compute_if_absent(topic)  # AbstractPartitionAssignor.put: computeIfAbsent (JDK 17)
+            if compute_if_absent:
+                topic_order.compute_if_absent(topic)  # AbstractPartitionAssignor.put (2.1+; JDK 17 semantics)
+            else:
+                topic_order.add(topic)  # AbstractPartitionAssignor.put before 2.1: get, then put when absent
             subscribers.setdefault(topic, []).append(m)
     assignment: Assignment = {m.member_id: [] for m in subscriptions}
     for topic in topic_order.order():
         count = partitions_per_topic.get(topic, 0)
         if count <= 0:
             continue
-        consumers = sorted(subscribers[topic], key=member_sort_key)
+        consumers = sorted(subscribers[topic], key=member_order)
         n = len(consumers)
         per_consumer, with_extra = divmod(count, n)
         for i, member in enumerate(consumers):

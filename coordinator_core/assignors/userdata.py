@@ -76,3 +76,44 @@ def decode_cooperative_user_data(user_data: bytes | None) -> int | None:
 def encode_cooperative_user_data(generation: int) -> bytes:
     """What a `CooperativeStickyAssignor` member sends as user data: its last generation."""
     return _INT32.pack(generation)
+
+
+def sticky_user_data_left_after_read(user_data: bytes | None) -> bytes | None:
+    """What `StickyAssignor.memberData` leaves in the user data's ByteBuffer: Java's `Schema.read` moves
+    the buffer's position, so a second call (2.5.1-2.8.x call it twice on the general path) sees only
+    the bytes after the struct it read. A V1 read stops after the generation; a V0 one fails on the
+    missing generation with the position after the partitions. For bytes that fit neither layout the
+    position Java stopped at is not modelled: they are returned whole (read again, they are garbage
+    again in practice).
+    """
+    if not user_data:
+        return user_data
+    pos, end = 0, len(user_data)
+    try:
+        count = _INT32.unpack_from(user_data, pos)[0]
+        pos += 4
+        for _ in range(count):
+            length = _INT16.unpack_from(user_data, pos)[0]
+            if length < 0 or pos + 2 + length > end:
+                return user_data
+            pos += 2 + length
+            partitions = _INT32.unpack_from(user_data, pos)[0]
+            pos += 4
+            if partitions < 0 or pos + 4 * partitions > end:
+                return user_data
+            pos += 4 * partitions
+    except struct.error:
+        return user_data
+    if count < 0:
+        return user_data
+    if end - pos >= 4:
+        pos += 4  # the V1 generation
+    return user_data[pos:]
+
+
+def cooperative_user_data_left_after_read(user_data: bytes | None) -> bytes | None:
+    """What `CooperativeStickyAssignor.memberData` (2.8.1+) leaves in the user data's ByteBuffer: the
+    bytes after the int32 generation, or all of them when the read failed for lack of 4 bytes."""
+    if user_data is None or len(user_data) < 4:
+        return user_data
+    return user_data[4:]
