@@ -1,8 +1,10 @@
 """Run Kafka's own assignor classes (a pinned kafka-clients) on a batch of cases in one JVM.
 
-The harness source is jvm/assignor-oracle/src/main/java; it is compiled with javac into
-.cache/assignor-oracle-classes/<source hash>-<jar set>/ the first time it is needed, against the jar set
-that `scripts/bootstrap --kafka` fetched into .cache/jars/<jar set>/ (see scripts/fetch_jars.py).
+The harness source is jvm/assignor-oracle/src/main/java (kafka-clients 2.4+, `ConsumerPartitionAssignor`)
+or jvm/assignor-oracle-legacy/src/main/java (0.9-2.3, the older `PartitionAssignor` interface); it is
+compiled with javac into .cache/oracle-classes/<harness>-<source hash>-<jar set>/ the first time it is
+needed, against the jar set that `scripts/bootstrap --kafka` fetched into .cache/jars/<jar set>/ (see
+scripts/fetch_jars.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from coordinator_core.assignors import MemberSubscription
 from tests.oracle.jvm import ROOT, compile_sources, jar_dir
 
 SOURCE_DIR = ROOT / "jvm" / "assignor-oracle" / "src" / "main" / "java"
+LEGACY_SOURCE_DIR = ROOT / "jvm" / "assignor-oracle-legacy" / "src" / "main" / "java"
 
 # jar set name -> the Kafka version it pins (the newest first)
 JAR_SETS: dict[str, str] = {
@@ -25,7 +28,19 @@ JAR_SETS: dict[str, str] = {
     "assignor-oracle-3.5.1": "3.5.1",
     "assignor-oracle-3.4.1": "3.4.1",
     "assignor-oracle-3.3.2": "3.3.2",
+    "assignor-oracle-2.8.2": "2.8.2",
+    "assignor-oracle-2.6.3": "2.6.3",
+    "assignor-oracle-2.5.0": "2.5.0",
+    "assignor-oracle-2.3.1": "2.3.1",
+    "assignor-oracle-2.0.1": "2.0.1",
+    "assignor-oracle-0.9.0.1": "0.9.0.1",
 }
+
+
+def _legacy(jar_set: str) -> bool:
+    """kafka-clients before 2.4 only has the old `internals.PartitionAssignor` interface."""
+    major, minor = (int(x) for x in JAR_SETS[jar_set].split(".")[:2])
+    return (major, minor) < (2, 4)
 
 
 def jars_available(jar_set: str) -> bool:
@@ -33,7 +48,8 @@ def jars_available(jar_set: str) -> bool:
 
 
 def classpath(jar_set: str) -> str:
-    return f"{compile_sources(SOURCE_DIR, jar_set)}:{jar_dir(jar_set)}/*"
+    source_dir = LEGACY_SOURCE_DIR if _legacy(jar_set) else SOURCE_DIR
+    return f"{compile_sources(source_dir, jar_set)}:{jar_dir(jar_set)}/*"
 
 
 def case_json(
@@ -72,7 +88,7 @@ def run_batch(jar_set: str, case_lines: Iterable[str], timeout: float = 600) -> 
     payload = "\n".join(case_lines) + "\n"
     proc = subprocess.run(
         ["java", "-Xss8m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath(jar_set),
-         "cgh.oracle.ClientAssignorOracle"],
+         "cgh.oracle.LegacyClientAssignorOracle" if _legacy(jar_set) else "cgh.oracle.ClientAssignorOracle"],
         input=payload,
         capture_output=True,
         text=True,
