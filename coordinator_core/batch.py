@@ -29,57 +29,63 @@ from coordinator_core.errors import DecodeError
 from coordinator_core.records import RECORD_TYPES, Record, decode_record, record_type_name
 
 TOPIC_PARTITION = pa.struct([("topic", pa.string()), ("partition", pa.int32())])
-MEMBER = pa.struct([
-    ("member_id", pa.string()),
-    ("group_instance_id", pa.string()),
-    ("client_id", pa.string()),
-    ("client_host", pa.string()),
-    ("rebalance_timeout", pa.int32()),
-    ("session_timeout", pa.int32()),
-    ("subscription", pa.binary()),
-    ("assignment", pa.binary()),
-    ("subscription_version", pa.int16()),
-    ("subscribed_topics", pa.list_(pa.string())),
-    ("subscription_user_data", pa.binary()),
-    ("owned_partitions", pa.list_(TOPIC_PARTITION)),
-    ("subscription_generation", pa.int32()),
-    ("rack_id", pa.string()),
-    ("assignment_version", pa.int16()),
-    ("assigned_partitions", pa.list_(TOPIC_PARTITION)),
-    ("assignment_user_data", pa.binary()),
-    ("protocol_error", pa.string()),
-])
-GROUP_METADATA = pa.struct([
-    ("protocol_type", pa.string()),
-    ("generation", pa.int32()),
-    ("protocol", pa.string()),
-    ("leader", pa.string()),
-    ("current_state_timestamp", pa.int64()),
-    ("members", pa.list_(MEMBER)),
-])
+MEMBER = pa.struct(
+    [
+        ("member_id", pa.string()),
+        ("group_instance_id", pa.string()),
+        ("client_id", pa.string()),
+        ("client_host", pa.string()),
+        ("rebalance_timeout", pa.int32()),
+        ("session_timeout", pa.int32()),
+        ("subscription", pa.binary()),
+        ("assignment", pa.binary()),
+        ("subscription_version", pa.int16()),
+        ("subscribed_topics", pa.list_(pa.string())),
+        ("subscription_user_data", pa.binary()),
+        ("owned_partitions", pa.list_(TOPIC_PARTITION)),
+        ("subscription_generation", pa.int32()),
+        ("rack_id", pa.string()),
+        ("assignment_version", pa.int16()),
+        ("assigned_partitions", pa.list_(TOPIC_PARTITION)),
+        ("assignment_user_data", pa.binary()),
+        ("protocol_error", pa.string()),
+    ]
+)
+GROUP_METADATA = pa.struct(
+    [
+        ("protocol_type", pa.string()),
+        ("generation", pa.int32()),
+        ("protocol", pa.string()),
+        ("leader", pa.string()),
+        ("current_state_timestamp", pa.int64()),
+        ("members", pa.list_(MEMBER)),
+    ]
+)
 
 #: The output schema of :func:`decode_batch` (a contract with the Spark decode stage).
-DECODED_SCHEMA = pa.schema([
-    ("record_type", pa.int16()),
-    ("record_kind", pa.string()),
-    ("group_id", pa.string()),
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("member_id", pa.string()),
-    ("value_version", pa.int16()),
-    ("is_tombstone", pa.bool_()),
-    ("committed_offset", pa.int64()),
-    ("leader_epoch", pa.int32()),
-    ("metadata", pa.string()),
-    ("commit_timestamp", pa.int64()),
-    ("expire_timestamp", pa.int64()),
-    ("topic_id", pa.string()),
-    ("group_metadata", GROUP_METADATA),
-    ("record_json", pa.string()),
-    ("error", pa.string()),
-    ("error_field_path", pa.string()),
-    ("error_position", pa.int32()),
-])
+DECODED_SCHEMA = pa.schema(
+    [
+        ("record_type", pa.int16()),
+        ("record_kind", pa.string()),
+        ("group_id", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("member_id", pa.string()),
+        ("value_version", pa.int16()),
+        ("is_tombstone", pa.bool_()),
+        ("committed_offset", pa.int64()),
+        ("leader_epoch", pa.int32()),
+        ("metadata", pa.string()),
+        ("commit_timestamp", pa.int64()),
+        ("expire_timestamp", pa.int64()),
+        ("topic_id", pa.string()),
+        ("group_metadata", GROUP_METADATA),
+        ("record_json", pa.string()),
+        ("error", pa.string()),
+        ("error_field_path", pa.string()),
+        ("error_position", pa.int32()),
+    ]
+)
 
 #: Rows decoded column-wise per chunk: bounds the temporary index arrays of the string gathers.
 CHUNK_ROWS = 65536
@@ -92,8 +98,11 @@ def _as_binary(values: Any) -> pa.BinaryArray:
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
     if isinstance(values, pa.Array):
-        if pa.types.is_large_binary(values.type) or pa.types.is_string(values.type) \
-                or pa.types.is_large_string(values.type):
+        if (
+            pa.types.is_large_binary(values.type)
+            or pa.types.is_string(values.type)
+            or pa.types.is_large_string(values.type)
+        ):
             values = values.cast(pa.binary())
         if not pa.types.is_binary(values.type):
             raise TypeError(f"expected an Arrow binary array, got {values.type}")
@@ -105,10 +114,10 @@ def _buffers(arr: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(offsets int64[n+1], data uint8[...], is_null bool[n]) of a binary array, zero-copy where possible."""
     n = len(arr)
     bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1 + arr.offset)[arr.offset:].astype(np.int64)
+    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1 + arr.offset)[arr.offset :].astype(np.int64)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
     # A sliced array shares its parent's data buffer: keep only this slice's bytes, rebased to 0.
-    data = data[offsets[0]:offsets[-1]]
+    data = data[offsets[0] : offsets[-1]]
     offsets -= offsets[0]
     is_null = arr.is_null().to_numpy(zero_copy_only=False)
     return offsets, data, is_null
@@ -148,8 +157,7 @@ def _string_array(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
         return binary.cast(pa.string())
     except pa.ArrowInvalid:
         # Malformed UTF-8: Kafka (Java) decodes with replacement characters; do the same row by row.
-        return pa.array([None if b is None else b.decode("utf-8", "replace") for b in binary.to_pylist()],
-                        pa.string())
+        return pa.array([None if b is None else b.decode("utf-8", "replace") for b in binary.to_pylist()], pa.string())
 
 
 _B64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", np.uint8)
@@ -164,7 +172,7 @@ def _uuid_strings(data: np.ndarray, starts: np.ndarray) -> pa.Array:
     word = (triples[:, :, 0] << 16) | (triples[:, :, 1] << 8) | triples[:, :, 2]
     sextets = np.stack([(word >> 18) & 63, (word >> 12) & 63, (word >> 6) & 63, word & 63], axis=2)
     chars = _B64[sextets.reshape(n, 24)[:, :22]]
-    offsets = (np.arange(n + 1, dtype=np.int32) * 22)
+    offsets = np.arange(n + 1, dtype=np.int32) * 22
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(chars.tobytes())])
 
 
@@ -192,13 +200,17 @@ def _rows(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
 
 def _int(mat: np.ndarray, start: int, width: int) -> np.ndarray:
     """Signed big-endian int of `width` bytes at column `start` of a row matrix."""
-    out: np.ndarray = np.ascontiguousarray(mat[:, start:start + width]).view(_BE_DTYPES[width])
+    out: np.ndarray = np.ascontiguousarray(mat[:, start : start + width]).view(_BE_DTYPES[width])
     return out.reshape(-1).astype(np.int64)
 
 
 def _fast_offset_commits(
-    koff: np.ndarray, kdata: np.ndarray, knull: np.ndarray,
-    voff: np.ndarray, vdata: np.ndarray, vnull: np.ndarray,
+    koff: np.ndarray,
+    kdata: np.ndarray,
+    knull: np.ndarray,
+    voff: np.ndarray,
+    vdata: np.ndarray,
+    vnull: np.ndarray,
 ) -> tuple[np.ndarray, dict[str, pa.Array]]:
     """Decode the rows that are well-formed offset commits; return (mask of those rows, their columns).
 
@@ -215,8 +227,9 @@ def _fast_offset_commits(
     glen = _int(khead, 2, 2)
     tpos = ks + 4 + glen
     tlen = _int(_rows(kdata, tpos, 2), 0, 2)
-    key_ok = (~knull) & (kl >= 10) & ((rtype == 0) | (rtype == 1)) & (glen >= 0) & (tlen >= 0) \
-        & (kl == 10 + glen + tlen)
+    key_ok = (
+        (~knull) & (kl >= 10) & ((rtype == 0) | (rtype == 1)) & (glen >= 0) & (tlen >= 0) & (kl == 10 + glen + tlen)
+    )
 
     vs = voff[:-1]
     vl = voff[1:] - vs
@@ -232,8 +245,10 @@ def _fast_offset_commits(
     tag_count = vtail[:, 8]
     has_topic_id = (ver == 4) & (tag_count == 1) & (vtail[:, 9] == 0) & (vtail[:, 10] == 16)
     expected = np.where(
-        (ver == 0) | (ver == 2), 20,
-        np.where(ver == 1, 28, np.where(ver == 3, 24, np.where(has_topic_id, 42, np.where(tag_count == 0, 24, -1)))))
+        (ver == 0) | (ver == 2),
+        20,
+        np.where(ver == 1, 28, np.where(ver == 3, 24, np.where(has_topic_id, 42, np.where(tag_count == 0, 24, -1)))),
+    )
     v4_ok = (ver != 4) | ((mvar_v4 >= 1) & (mvar_v4 < 0x80))
     value_ok = (~vnull) & (ver >= 0) & (ver <= 4) & (mlen >= 0) & v4_ok & (vl == expected + mlen)
     fast = key_ok & (tomb | value_ok)
@@ -263,8 +278,7 @@ def _fast_offset_commits(
     if meta_len.any():
         meta = _string_array(vdata, np.where(live, mstart[idx], 0), meta_len)
     else:  # the usual case: every metadata string is empty, nothing to gather
-        meta = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(np.zeros(n + 1, np.int32)),
-                                                       pa.py_buffer(b"")])
+        meta = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(np.zeros(n + 1, np.int32)), pa.py_buffer(b"")])
     cols["metadata"] = pc.if_else(pa.array(t), pa.scalar(None, pa.string()), meta)
     cols["commit_timestamp"] = pa.array(_int(vtail_f, 0, 8), mask=t)
     expire = _int(vtail_f, 8, 8)
@@ -304,26 +318,28 @@ def _members(value: m.GroupMetadataValue) -> list[dict[str, Any]]:
     for mem in value.members:
         proto = decode_member_protocol(value.protocol_type, mem)
         sub, asg = proto.subscription, proto.assignment
-        out.append({
-            "member_id": mem.member_id,
-            "group_instance_id": mem.group_instance_id,
-            "client_id": mem.client_id,
-            "client_host": mem.client_host,
-            "rebalance_timeout": mem.rebalance_timeout,
-            "session_timeout": mem.session_timeout,
-            "subscription": mem.subscription,
-            "assignment": mem.assignment,
-            "subscription_version": sub.version if sub else None,
-            "subscribed_topics": list(sub.topics) if sub else None,
-            "subscription_user_data": sub.user_data if sub else None,
-            "owned_partitions": [{"topic": t, "partition": p} for t, p in sub.owned_partitions] if sub else None,
-            "subscription_generation": sub.generation_id if sub else None,
-            "rack_id": sub.rack_id if sub else None,
-            "assignment_version": asg.version if asg else None,
-            "assigned_partitions": [{"topic": t, "partition": p} for t, p in asg.partitions] if asg else None,
-            "assignment_user_data": asg.user_data if asg else None,
-            "protocol_error": str(proto.error) if proto.error else None,
-        })
+        out.append(
+            {
+                "member_id": mem.member_id,
+                "group_instance_id": mem.group_instance_id,
+                "client_id": mem.client_id,
+                "client_host": mem.client_host,
+                "rebalance_timeout": mem.rebalance_timeout,
+                "session_timeout": mem.session_timeout,
+                "subscription": mem.subscription,
+                "assignment": mem.assignment,
+                "subscription_version": sub.version if sub else None,
+                "subscribed_topics": list(sub.topics) if sub else None,
+                "subscription_user_data": sub.user_data if sub else None,
+                "owned_partitions": [{"topic": t, "partition": p} for t, p in sub.owned_partitions] if sub else None,
+                "subscription_generation": sub.generation_id if sub else None,
+                "rack_id": sub.rack_id if sub else None,
+                "assignment_version": asg.version if asg else None,
+                "assigned_partitions": [{"topic": t, "partition": p} for t, p in asg.partitions] if asg else None,
+                "assignment_user_data": asg.user_data if asg else None,
+                "protocol_error": str(proto.error) if proto.error else None,
+            }
+        )
     return out
 
 
@@ -367,8 +383,9 @@ def _row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
                 "members": _members(v),
             }
     elif isinstance(k, m.UnknownKey):
-        row["record_json"] = json.dumps({"key_bytes": _jsonable(k.data),
-                                         "value_bytes": _jsonable(v) if v is not None else None})
+        row["record_json"] = json.dumps(
+            {"key_bytes": _jsonable(k.data), "value_bytes": _jsonable(v) if v is not None else None}
+        )
     else:
         row["group_id"] = k.group_id
         row["member_id"] = getattr(k, "member_id", None)
@@ -394,8 +411,10 @@ def _slow_table(keys: pa.BinaryArray, values: pa.BinaryArray, rows: np.ndarray) 
 # ----------------------------------------------------------------------------------------------
 
 
-def decode_batch(keys: Sequence[bytes | None] | pa.Array | pa.ChunkedArray,
-                 values: Sequence[bytes | None] | pa.Array | pa.ChunkedArray) -> pa.Table:
+def decode_batch(
+    keys: Sequence[bytes | None] | pa.Array | pa.ChunkedArray,
+    values: Sequence[bytes | None] | pa.Array | pa.ChunkedArray,
+) -> pa.Table:
     """Decode equal-length sequences of record keys and values into one Arrow table (schema
     :data:`DECODED_SCHEMA`, one row per record, in input order).
 
@@ -409,8 +428,9 @@ def decode_batch(keys: Sequence[bytes | None] | pa.Array | pa.ChunkedArray,
     if len(karr) == 0:
         return DECODED_SCHEMA.empty_table()
     if len(karr) > CHUNK_ROWS:
-        parts = [decode_batch(karr.slice(i, CHUNK_ROWS), varr.slice(i, CHUNK_ROWS))
-                 for i in range(0, len(karr), CHUNK_ROWS)]
+        parts = [
+            decode_batch(karr.slice(i, CHUNK_ROWS), varr.slice(i, CHUNK_ROWS)) for i in range(0, len(karr), CHUNK_ROWS)
+        ]
         return pa.concat_tables(parts)
     koff, kdata, knull = _buffers(karr)
     voff, vdata, vnull = _buffers(varr)
