@@ -84,6 +84,11 @@ def causes_from_logs(trigger: CoordinatorEvent | None, explaining: Sequence[Coor
     trigger_member: str | None = None
     if trigger is not None and trigger.cause_class and trigger.cause_class not in _UNINFORMATIVE:
         primary, trigger_member = trigger.cause_class, trigger.member_id
+        if trigger_member is None:
+            # The new coordinator's rebalance reason ("explicit `LeaveGroup` request for (m1, m2) members")
+            # names no single member; its own line for the same cause ("Member m1 has left group ...") does.
+            trigger_member = next((e.member_id for e in explaining
+                                   if e.cause_class == primary and e.member_id and e is not trigger), None)
     if primary is None:
         ranked = sorted((e for e in explaining if e.cause_class and e.cause_class not in _UNINFORMATIVE),
                         key=lambda e: 0 if e.event_type in _BROKER_FIRST else 1)

@@ -160,7 +160,7 @@ def test_records_and_logs_times_durations_and_causes_from_lines() -> None:
         (1, ev.NEW_MEMBER, (ev.NEW_MEMBER,), False, M1),
         (2, ev.NEW_MEMBER, (ev.NEW_MEMBER,), False, M2),
         (3, ev.SESSION_TIMEOUT, (ev.SESSION_TIMEOUT,), False, M2),
-        (4, ev.MEMBER_LEFT_CAUSE, (ev.MEMBER_LEFT_CAUSE,), False, None),
+        (4, ev.MEMBER_LEFT_CAUSE, (ev.MEMBER_LEFT_CAUSE,), False, M1),  # named by its own "has left group" line
     ]
     assert [e.event_type for e in rows[2].evidence] == [
         ev.MEMBER_FAILED_SESSION_TIMEOUT, ev.REBALANCE_PREPARED, ev.GROUP_STABILIZED, ev.ASSIGNMENT_RECEIVED]
@@ -190,7 +190,7 @@ def test_logs_only() -> None:
         (1, ev.NEW_MEMBER, (ev.NEW_MEMBER,), False, M1),
         (2, ev.NEW_MEMBER, (ev.NEW_MEMBER,), False, M2),
         (3, ev.SESSION_TIMEOUT, (ev.SESSION_TIMEOUT,), False, M2),
-        (4, ev.MEMBER_LEFT_CAUSE, (ev.MEMBER_LEFT_CAUSE,), False, None),
+        (4, ev.MEMBER_LEFT_CAUSE, (ev.MEMBER_LEFT_CAUSE,), False, M1),
     ]
 
 
@@ -245,7 +245,7 @@ def test_poll_timeout_leave_and_same_client_rejoin() -> None:
     rows = group_history(records, events)
     assert [cause(r) for r in rows] == [
         (1, "new_member", ("new_member",), True, None),
-        (2, ev.POLL_TIMEOUT, (ev.POLL_TIMEOUT, ev.MEMBER_LEFT_CAUSE), False, None),
+        (2, ev.POLL_TIMEOUT, (ev.POLL_TIMEOUT, ev.MEMBER_LEFT_CAUSE), False, M2),
         (3, ev.NEW_MEMBER, (ev.NEW_MEMBER,), True, None),
     ]
     assert rows[2].member_id_changes == (

@@ -156,6 +156,10 @@ def test_classic_scenario_records_and_logs(name: str) -> None:
             assert ALSO[g["cause"]][0] in row.causes, where
         if g["cause"] in ("join", "join+session_timeout"):
             assert row.trigger_member_id == g["member_ids"][g["trigger"]], where
+        if g["cause"] in ("leave_group", "session_timeout", "max_poll_interval_exceeded") and g["trigger"]:
+            # The member that left (or was removed) is named by the previous generation.
+            before = expected[expected.index(g) - 1]
+            assert row.trigger_member_id == before["member_ids"][g["trigger"]], (where, row.trigger_member_id)
         if g["cause"] == "rejoin":
             assert [(c.kind, c.client_id, c.new_member_id) for c in row.member_id_changes] == [
                 (CLIENT_REJOIN, g["trigger"], g["member_ids"][g["trigger"]])], where
