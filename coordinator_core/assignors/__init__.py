@@ -73,26 +73,33 @@ def parse_kafka_version(version: str | Sequence[int]) -> KafkaVersion:
 
 
 def sticky_revision(kafka_version: str | Sequence[int]) -> StickyRevision | StickyRevisionBefore3_0:
-    """The sticky assignors' revision shipped in a kafka-clients version (2.3.0 and later).
+    """The sticky assignors' revision shipped in a kafka-clients version (0.11.0 and later).
 
     3.0.0 and later: an `AbstractStickyAssignor` revision of the quota/topic-level algorithm
-    (`StickyRevision`). 2.3.0-2.8.x: the partition-level algorithm (`StickyRevisionBefore3_0`), checked
-    against the release tags: KIP-341 generations in 2.3.0; `AbstractStickyAssignor`, cooperative-sticky
-    and the revocation-aware first balancing pass in 2.4.0; the first constrained fast path for equal
-    subscriptions (KAFKA-9987) in 2.5.1 and 2.6.0 (2.5.0 does not have it; 2.7.0-2.8.0 only changed
-    comments); invalidation of partitions claimed twice in one generation and cooperative-sticky's
-    generation from its user data (KAFKA-12984) in 2.8.1.
+    (`StickyRevision`). 0.11.0-2.8.x: the partition-level algorithm (`StickyRevisionBefore3_0`), checked
+    against the release tags: KIP-54's `StickyAssignor` in 0.11.0.0, unchanged in effect through 2.2.x
+    (1.0-2.2 changed only comments, log calls and the user data writer's grouping helper); KIP-341
+    generations and KAFKA-7962 (subscribed topics without metadata skipped) in 2.3.0;
+    `AbstractStickyAssignor`, cooperative-sticky and the revocation-aware first balancing pass in 2.4.0;
+    the first constrained fast path for equal subscriptions (KAFKA-9987) in 2.5.1 and 2.6.0 (2.5.0 does
+    not have it; 2.7.0-2.8.0 only changed comments); invalidation of partitions claimed twice in one
+    generation and cooperative-sticky's generation from its user data (KAFKA-12984) in 2.8.1.
 
     Raises:
-        UnsupportedKafkaVersion: before 2.3.0: `StickyAssignor` 0.11.0-2.2.x read V0 user data without a
-            generation, kept every member's claimed partitions as they came (a partition claimed twice
-            stays in both lists) and knew no previous owners; that revision is not implemented.
+        UnsupportedKafkaVersion: before 0.11.0, which introduced the sticky assignor (KIP-54).
     """
     v = parse_kafka_version(kafka_version)
-    if v < (2, 3, 0):
+    if v < (0, 11, 0):
         raise UnsupportedKafkaVersion(
-            f"sticky before Kafka 2.3.0 (got {'.'.join(map(str, v))}): the original KIP-54 StickyAssignor of "
-            "0.11.0-2.2.x (user data without generations, duplicate claims kept) is not implemented"
+            f"sticky does not exist before Kafka 0.11.0 (KIP-54; got {'.'.join(map(str, v))})"
+        )
+    if v < (2, 3, 0):
+        return StickyRevisionBefore3_0(
+            revocation_pass=False,
+            constrained=False,
+            invalidate_multiple_previous_owners=False,
+            cooperative_generation_from_user_data=False,
+            generations=False,
         )
     if v < (3, 0, 0):
         return StickyRevisionBefore3_0(

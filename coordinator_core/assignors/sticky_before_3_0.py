@@ -1,8 +1,15 @@
-"""Kafka's client-side sticky assignors as kafka-clients 2.3.0-2.8.x computed them.
+"""Kafka's client-side sticky assignors as kafka-clients 0.11.0-2.8.x computed them.
 
 Before 3.0 the algorithm worked partition by partition (`partition2AllPotentialConsumers`) and the
 equal-subscription fast path, when there was one, was a different one from 3.0's:
 
+* 0.11.0-2.2.x: `StickyAssignor` as KIP-54 first shipped it (the same algorithm in every release of that
+  range; only comments, log calls and the user data writer's grouping helper changed). The user data is
+  V0, the previous assignment without a generation, and each member's list is taken as sent: a partition
+  two members claim stays in both lists (the last claimant in the leader's HashMap order is its
+  "current consumer"), so the result can assign it twice; there are no previous owners. A member whose
+  user data holds an empty list still makes the assignment a reassignment. Unreadable user data, or a
+  subscribed topic without partition metadata (KAFKA-7962, fixed in 2.3.0), fails the assignment.
 * 2.3.x: `StickyAssignor` alone (KIP-54 with KIP-341's generation in the user data): each partition goes
   to the claimant of the highest generation, the runner-up is remembered as its previous owner; then the
   general balancing (`isBalanced` / `performReassignments` over sorted partitions, reverted when it does
@@ -49,9 +56,10 @@ from coordinator_core.assignors.userdata import (
     cooperative_user_data_left_after_read,
     decode_cooperative_user_data,
     decode_sticky_user_data,
+    decode_sticky_user_data_v0,
     sticky_user_data_left_after_read,
 )
-from coordinator_core.javaisms import JavaHashMap, java_string_sort_key, topic_partition_key_hash
+from coordinator_core.javaisms import JavaHashMap, java_string_hash, java_string_sort_key, topic_partition_key_hash
 
 MemberData = tuple[list[TopicPartition], int | None]
 
@@ -69,12 +77,17 @@ class StickyRevisionBefore3_0:
             claimed by two members of the highest generation is kept by neither.
         cooperative_generation_from_user_data: KAFKA-12984 (2.8.1): cooperative-sticky reads the
             generation its members put in their user data; before, it had no generations at all.
+        generations: KIP-341 (2.3.0): the user data carries the generation, a partition claimed by
+            several members goes to the claimant of the highest generation and the runner-up is its
+            previous owner, and topics without metadata are skipped. False for the original
+            `StickyAssignor` of 0.11.0-2.2.x (see the module docstring).
     """
 
     revocation_pass: bool
     constrained: bool
     invalidate_multiple_previous_owners: bool
     cooperative_generation_from_user_data: bool
+    generations: bool = True
 
 
 def _member_data(
@@ -490,6 +503,140 @@ class _GeneralAssignment:
         self.sorted_members.add(len(self.current[old]), old)
 
 
+# --------------------------------------------------------------------------------------------------------
+# The original StickyAssignor, 0.11.0-2.2.x (KIP-54 before KIP-341)
+# --------------------------------------------------------------------------------------------------------
+
+
+def _claims_before_2_3(
+    members: Sequence[MemberSubscription], partitions_per_topic: Mapping[str, int]
+) -> dict[str, MemberData]:
+    """`prepopulateCurrentAssignments` of 0.11.0-2.2.x: each member with user data (not null, not empty)
+    claims the partitions it lists, in its order, repeats included; no generations.
+
+    Raises:
+        AssignorError: user data that is not V0 (SchemaException), or a subscribed topic missing from
+            the leader's metadata: `partitionsPerTopic.get(topic)` is unboxed (NullPointerException;
+            KAFKA-7962 filtered such topics out in 2.3.0).
+    """
+    claims: dict[str, MemberData] = {
+        m.member_id: (decode_sticky_user_data_v0(m.user_data), None) for m in members if m.user_data
+    }
+    for m in members:
+        for topic in m.topics:
+            if topic not in partitions_per_topic:
+                raise AssignorError(
+                    f"NullPointerException: {m.member_id} subscribes to {topic!r}, which has no partition "
+                    "metadata (the sticky assignor before 2.3.0 cannot skip it)"
+                )
+    return claims
+
+
+class _GeneralAssignmentBefore2_3(_GeneralAssignment):
+    """`StickyAssignor.assign` of 0.11.0-2.2.x: the general algorithm over the members' raw claims.
+
+    What differs from the 2.3 port it extends: a partition can sit in several members' lists, so which
+    member Kafka takes for its holder depends on the iteration order of the `currentAssignment` HashMap
+    (claimants first, in the leader's subscription order, then the other members): the last one listing
+    it wins, both in `currentPartitionConsumer` and in `isBalanced`'s own partition-to-consumer map,
+    which is rebuilt from the lists at every call. A holder that no longer lists the partition (a
+    duplicate moved by the other claimant, or a claim on a topic it left) is still looked up; when it
+    was set aside as unable to participate, Kafka's lookup is null and the assignment fails.
+    """
+
+    def __init__(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        topics: Sequence[str],
+        members: Sequence[MemberSubscription],
+        claims: Mapping[str, MemberData],
+        revision: StickyRevisionBefore3_0,
+    ) -> None:
+        super().__init__(partitions_per_topic, topics, members, claims, revision)
+        self.assignment_order = JavaHashMap(java_string_hash)  # currentAssignment's keys, put in this order
+        for consumer in self.current:
+            self.assignment_order.add(consumer)
+        self.owner = self._holders()
+
+    def _prepopulate(self, members: Sequence[MemberSubscription], member_data: Mapping[str, MemberData]) -> None:
+        for m in members:
+            claimed = member_data.get(m.member_id)
+            if claimed is not None:
+                self.current[m.member_id] = list(claimed[0])
+
+    def _holders(self) -> dict[TopicPartition, str]:
+        """Partition -> the member listing it last in `currentAssignment` order (set-aside members are
+        not in the map while the reassignments run)."""
+        holders: dict[TopicPartition, str] = {}
+        for consumer in self.assignment_order.order():
+            for tp in self.current.get(consumer, ()):
+                holders[tp] = consumer
+        return holders
+
+    def _assigned(self, consumer: str | None) -> list[TopicPartition]:
+        """`currentAssignment.get(consumer)`, dereferenced."""
+        partitions = self.current.get(consumer) if consumer is not None else None
+        if partitions is None:
+            raise AssignorError(f"NullPointerException: no current assignment for member {consumer}")
+        return partitions
+
+    def _is_balanced(self) -> bool:
+        members = self.sorted_members.members()
+        if not members:
+            raise AssignorError("NoSuchElementException: every member was set aside")
+        current = self.current
+        if len(current[members[0]]) >= len(current[members[-1]]) - 1:
+            return True
+        holders = self._holders()
+        for consumer in members:
+            mine = current[consumer]
+            size = len(mine)
+            potential = self.consumer_partitions[consumer]
+            if size == len(potential):
+                continue
+            held = set(mine)
+            for tp in potential:
+                if tp not in held and size < len(self._assigned(holders.get(tp))):
+                    return False
+        return True
+
+    def _perform_reassignments(self, partitions: list[TopicPartition]) -> bool:
+        performed = False
+        while True:
+            modified = False
+            for tp in partitions:
+                if self._is_balanced():
+                    break
+                size = len(self._assigned(self.owner.get(tp)))
+                for other in self.partition_consumers[tp]:
+                    if size > len(self._assigned(other)) + 1:
+                        self._reassign(tp, self._least_loaded_subscriber(tp))
+                        performed = modified = True
+                        break
+            if not modified:
+                return performed
+
+    def _reassign(self, tp: TopicPartition, new: str) -> None:
+        actual = self.movements.actual_partition_to_move(tp, self._holder(tp), new)
+        old = self._holder(actual)
+        old_partitions, new_partitions = self._assigned(old), self._assigned(new)
+        self.sorted_members.remove(len(old_partitions), old)
+        self.sorted_members.remove(len(new_partitions), new)
+        self.movements.move(actual, old, new)
+        _remove_first(old_partitions, actual)  # a holder by a stale claim does not list it: no-op
+        new_partitions.append(actual)
+        self.owner[actual] = new
+        self.sorted_members.add(len(new_partitions), new)
+        if old != new:
+            self.sorted_members.add(len(old_partitions), old)
+
+    def _holder(self, tp: TopicPartition) -> str:
+        holder = self.owner.get(tp)
+        if holder is None:
+            raise AssignorError(f"NullPointerException: {tp} has no current consumer")
+        return holder
+
+
 def assign_sticky_before_3_0(
     partitions_per_topic: Mapping[str, int],
     subscriptions: Sequence[MemberSubscription],
@@ -497,10 +644,11 @@ def assign_sticky_before_3_0(
     revision: StickyRevisionBefore3_0,
     cooperative: bool = False,
 ) -> Assignment:
-    """Sticky / CooperativeSticky as kafka-clients 2.3.0-2.8.x computed them (see the module docstring).
+    """Sticky / CooperativeSticky as kafka-clients 0.11.0-2.8.x computed them (see the module docstring).
 
     No static members, racks or subscription generations existed for these assignors yet: only the
     members' user data (``sticky``) or owned partitions (``cooperative-sticky``) carry previous ownership.
+    The user data is read the way the revision's own reader did (V0 only before 2.3).
 
     Example (Kafka's StickyAssignor javadoc, "C1 leaves": C0, C1, C2 had t0..t3 round robin in generation
     1; C1 is gone). 2.3 still finds the javadoc's answer; the 2.5.1 constrained path keeps C0 and C2 at
@@ -518,6 +666,12 @@ def assign_sticky_before_3_0(
     members = subscriptions_in_hash_order(subscriptions)
     topics = topics_in_java_order(partitions_per_topic, members)
     counts = {t: partitions_per_topic[t] for t in topics}
+    if not revision.generations:
+        if cooperative:
+            raise ValueError("cooperative-sticky (2.4.0+) has no revision without generations")
+        claims = _claims_before_2_3(members, counts)
+        result = _GeneralAssignmentBefore2_3(counts, topics, members, claims, revision).build()
+        return {m.member_id: result.get(m.member_id, []) for m in subscriptions}
     member_data = {m.member_id: _member_data(m, cooperative, revision) for m in members}
     transferring: dict[TopicPartition, str] | None = None
     equal: tuple[dict[str, list[TopicPartition]], set[TopicPartition]] | int = 0

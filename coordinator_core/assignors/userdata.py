@@ -15,9 +15,11 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from coordinator_core.assignors._model import TopicPartition
+from coordinator_core import schema
+from coordinator_core.assignors._model import AssignorError, TopicPartition
 from coordinator_core.consumer_protocol import decode_sticky_user_data as _decode_layout
 from coordinator_core.errors import DecodeError
+from coordinator_core.messages import STICKY_ASSIGNOR_USER_DATA, StickyAssignorUserDataWire
 
 DEFAULT_GENERATION = -1
 
@@ -41,6 +43,24 @@ def decode_sticky_user_data(user_data: bytes | None) -> tuple[list[TopicPartitio
         return [], DEFAULT_GENERATION
     partitions = [(tp.topic, tp.partition) for tp in decoded.previous_assignment]
     return partitions, decoded.generation if decoded.user_data_version == 1 else None
+
+
+def decode_sticky_user_data_v0(user_data: bytes) -> list[TopicPartition]:
+    """`StickyAssignor.deserializeTopicPartitionAssignment` of 0.11.0-2.2.x: the previous assignment read
+    with the V0 layout only (trailing bytes, such as a 2.3+ member's generation, are ignored), in the order
+    the member wrote it, repeats included.
+
+    Raises:
+        AssignorError: the bytes are not V0 user data; Kafka's leader had no fallback then, its
+            SchemaException failed the whole assignment.
+    """
+    name = STICKY_ASSIGNOR_USER_DATA.name
+    try:
+        decoded, _pos = schema.decoder(STICKY_ASSIGNOR_USER_DATA, 0)(user_data, 0, len(user_data), name)
+    except DecodeError as e:
+        raise AssignorError(f"SchemaException: sticky user data is not V0: {e}") from None
+    assert isinstance(decoded, StickyAssignorUserDataWire)
+    return [(entry.topic, p) for entry in decoded.previous_assignment for p in entry.partitions]
 
 
 def encode_sticky_user_data(partitions: Sequence[TopicPartition], generation: int | None) -> bytes:

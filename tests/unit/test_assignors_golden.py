@@ -192,9 +192,9 @@ def test_sticky_user_data_round_trip_and_fallbacks() -> None:
 
 def test_versions_without_an_implementation_are_refused() -> None:
     members = [MemberSubscription("a", ["t"])]
-    # sticky before 2.3 (the 0.11-2.2 algorithm) is not implemented; no consumer group protocol before 0.9
+    # no sticky assignor before 0.11 (KIP-54); no consumer group protocol before 0.9
     with pytest.raises(UnsupportedKafkaVersion):
-        assign("sticky", {"t": 1}, members, kafka_version="2.2.2")
+        assign("sticky", {"t": 1}, members, kafka_version="0.10.2")
     with pytest.raises(UnsupportedKafkaVersion):
         assign("range", {"t": 1}, members, kafka_version="0.8.2")
     with pytest.raises(ValueError, match="unknown assignor"):

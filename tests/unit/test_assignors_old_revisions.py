@@ -1,5 +1,5 @@
-"""The client assignors as kafka-clients before 2.4 (Range, RoundRobin) and before 3.0 (Sticky,
-CooperativeSticky) computed them. Expected values come from Kafka's own unit tests of those versions (named
+"""The client assignors as kafka-clients before 2.4 (Range, RoundRobin) and before 3.0 (Sticky from
+0.11.0, CooperativeSticky) computed them. Expected values come from Kafka's own unit tests of those versions (named
 per test) or from the behaviour change a revision made, checked against the oracle jar sets of
 tests/oracle/test_assignor_oracle.py."""
 
@@ -20,6 +20,7 @@ from coordinator_core.assignors import (
 )
 from coordinator_core.assignors.userdata import (
     cooperative_user_data_left_after_read,
+    decode_sticky_user_data_v0,
     sticky_user_data_left_after_read,
 )
 
@@ -116,6 +117,147 @@ def test_sticky_add_consumer_one_topic(version: str) -> None:
     }
 
 
+@pytest.mark.parametrize("version", ["0.11.0.3", "2.0.1", "2.2.2"])
+def test_sticky_before_2_3_kafka_golden_cases(version: str) -> None:
+    # StickyAssignorTest (0.11.0 and 2.2.2 alike): testTwoConsumersTwoTopicsSixPartitions,
+    # testMultipleConsumersMixedTopicSubscriptions, testAddRemoveConsumerOneTopic (V0 user data)
+    both = [
+        MemberSubscription("consumer1", ["topic1", "topic2"]),
+        MemberSubscription("consumer2", ["topic1", "topic2"]),
+    ]
+    assert assign("sticky", {"topic1": 3, "topic2": 3}, both, kafka_version=version) == {
+        "consumer1": [("topic1", 0), ("topic1", 2), ("topic2", 1)],
+        "consumer2": [("topic1", 1), ("topic2", 0), ("topic2", 2)],
+    }
+    mixed = [
+        MemberSubscription("consumer1", ["topic1"]),
+        MemberSubscription("consumer2", ["topic1", "topic2"]),
+        MemberSubscription("consumer3", ["topic1"]),
+    ]
+    assert assign("sticky", {"topic1": 3, "topic2": 2}, mixed, kafka_version=version) == {
+        "consumer1": [("topic1", 0), ("topic1", 2)],
+        "consumer2": [("topic2", 0), ("topic2", 1)],
+        "consumer3": [("topic1", 1)],
+    }
+    counts = {"topic": 3}
+    first = assign("sticky", counts, [MemberSubscription("consumer", ["topic"])], kafka_version=version)
+    assert first == {"consumer": [("topic", 0), ("topic", 1), ("topic", 2)]}
+    members = [
+        MemberSubscription("consumer", ["topic"], encode_sticky_user_data(first["consumer"], None)),
+        MemberSubscription("consumer2", ["topic"]),
+    ]
+    # 2.3.1 gives consumer [topic-2, topic-1]: its user data then carries a generation
+    assert assign("sticky", counts, members, kafka_version=version) == {
+        "consumer": [("topic", 1), ("topic", 2)],
+        "consumer2": [("topic", 0)],
+    }
+
+
+def test_sticky_before_2_3_keeps_a_partition_claimed_twice_in_both_lists() -> None:
+    # No generations: c1 and c2 both keep their claim on topic-0; c2, the last claimant in HashMap order,
+    # is taken for its holder and balancing moves "its" topic-0 to c3, so topic-0 ends up assigned twice.
+    # 2.3 gives it to one claimant only (same generation: the first in HashMap order).
+    members = [
+        MemberSubscription("c1", ["topic"], encode_sticky_user_data([("topic", 0), ("topic", 1)], None)),
+        MemberSubscription("c2", ["topic"], encode_sticky_user_data([("topic", 0), ("topic", 2)], None)),
+        MemberSubscription("c3", ["topic"]),
+    ]
+    assert assign("sticky", {"topic": 3}, members, kafka_version="2.2.2") == {
+        "c1": [("topic", 0), ("topic", 1)],
+        "c2": [("topic", 2)],
+        "c3": [("topic", 0)],
+    }
+    assert assign("sticky", {"topic": 3}, members, kafka_version="2.3.1") == {
+        "c1": [("topic", 1)],
+        "c2": [("topic", 2)],
+        "c3": [("topic", 0)],
+    }
+
+
+def test_sticky_before_2_3_ignores_the_generation_of_newer_members() -> None:
+    # A 2.3+ member's V1 user data read by a 2.2 leader: the V0 reader stops before the generation, so
+    # b's claim in generation 9 does not outrank a's in generation 7
+    members = [
+        MemberSubscription("a", ["t"], encode_sticky_user_data([("t", 0), ("t", 1), ("t", 2)], 7)),
+        MemberSubscription("b", ["t"], encode_sticky_user_data([("t", 3)], 9)),
+    ]
+    assert assign("sticky", {"t": 4}, members, kafka_version="2.2.2") == {
+        "a": [("t", 1), ("t", 2)],
+        "b": [("t", 3), ("t", 0)],
+    }
+    assert assign("sticky", {"t": 4}, members, kafka_version="2.3.1") == {
+        "a": [("t", 1), ("t", 0)],
+        "b": [("t", 3), ("t", 2)],
+    }
+
+
+def test_sticky_before_2_3_empty_user_data_list_is_a_reassignment() -> None:
+    # a's user data lists no partitions but is not empty, so 2.2 does not see a fresh assignment: the
+    # partitions are dealt in TopicPartition HashMap order instead of sorted, unlike without user data
+    # (and unlike 2.3, which only counts claimed partitions)
+    counts = {"t": 6, "u": 3}
+    fresh = assign(
+        "sticky",
+        counts,
+        [MemberSubscription("a", ["t", "u"]), MemberSubscription("b", ["t", "u"])],
+        kafka_version="2.2.2",
+    )
+    assert fresh == {
+        "a": [("t", 0), ("t", 2), ("t", 4), ("u", 0), ("u", 2)],
+        "b": [("t", 1), ("t", 3), ("t", 5), ("u", 1)],
+    }
+    members = [
+        MemberSubscription("a", ["t", "u"], encode_sticky_user_data([], None)),
+        MemberSubscription("b", ["t", "u"]),
+    ]
+    assert assign("sticky", counts, members, kafka_version="2.2.2") == {
+        "a": [("t", 5), ("t", 3), ("t", 1), ("t", 0), ("u", 0)],
+        "b": [("t", 4), ("t", 2), ("u", 2), ("u", 1)],
+    }
+    assert assign("sticky", counts, members, kafka_version="2.3.1") == fresh
+
+
+def test_sticky_before_2_3_failures() -> None:
+    # KAFKA-7962 (fixed in 2.3.0): a subscribed topic without metadata is unboxed as a null partition count
+    with pytest.raises(AssignorError, match="NullPointerException"):
+        assign("sticky", {"t": 4}, [MemberSubscription("a", ["t", "gone"])], kafka_version="2.2.2")
+    assert assign("sticky", {"t": 4}, [MemberSubscription("a", ["t", "gone"])], kafka_version="2.3.1") == {
+        "a": [("t", 0), ("t", 1), ("t", 2), ("t", 3)]
+    }
+    # unreadable user data: no fallback before 2.3 (SchemaException)
+    garbage = [MemberSubscription("a", ["t"], b"\x00\x00\x00\x01\x00"), MemberSubscription("b", ["t"])]
+    with pytest.raises(AssignorError, match="SchemaException"):
+        assign("sticky", {"t": 2}, garbage, kafka_version="2.2.2")
+    assert assign("sticky", {"t": 2}, garbage, kafka_version="2.3.1") == {"a": [("t", 0)], "b": [("t", 1)]}
+    # y still claims b-0 from a topic it left and is, in HashMap order, its last claimant: Kafka takes y
+    # for b-0's holder, sets y aside (it holds all it can take, x-0 alone), then looks y up to rebalance b-0
+    stale = [
+        MemberSubscription("a", ["b"], encode_sticky_user_data([("b", 0), ("b", 1), ("b", 2), ("b", 3)], None)),
+        MemberSubscription("y", ["x"], encode_sticky_user_data([("x", 0), ("b", 0)], None)),
+        MemberSubscription("c", ["b"]),
+    ]
+    with pytest.raises(AssignorError, match="NullPointerException"):
+        assign("sticky", {"x": 1, "b": 4}, stale, kafka_version="2.2.2")
+    assert assign("sticky", {"x": 1, "b": 4}, stale, kafka_version="2.3.1") == {
+        "a": [("b", 3), ("b", 2)],
+        "y": [("x", 0)],
+        "c": [("b", 0), ("b", 1)],
+    }
+
+
+def test_sticky_user_data_v0_reader() -> None:
+    # in the order written (the writer groups by topic), repeats kept
+    assert decode_sticky_user_data_v0(encode_sticky_user_data([("t", 1), ("u", 0), ("t", 1)], None)) == [
+        ("t", 1),
+        ("t", 1),
+        ("u", 0),
+    ]
+    assert decode_sticky_user_data_v0(encode_sticky_user_data([("t", 1)], 5)) == [("t", 1)]  # generation ignored
+    assert decode_sticky_user_data_v0(encode_sticky_user_data([], None)) == []
+    with pytest.raises(AssignorError, match="SchemaException"):
+        decode_sticky_user_data_v0(b"\xff\xff\xff\xff")
+
+
 def test_sticky_c1_leaves_general_before_2_5_1_constrained_after() -> None:
     # StickyAssignor's javadoc "C1 leaves": the general algorithm (2.3-2.5.0) gives the javadoc's sets;
     # the 2.5.1 constrained path keeps C0/C2 and deals t0-1, t2-0, t3-1 by member id (reference V7)
@@ -186,7 +328,9 @@ def test_user_data_left_after_one_read() -> None:
 
 
 def test_revisions_by_version() -> None:
-    assert sticky_revision("2.3.1") == StickyRevisionBefore3_0(False, False, False, False)
+    original = StickyRevisionBefore3_0(False, False, False, False, generations=False)
+    assert sticky_revision("0.11.0.0") == sticky_revision("1.1.1") == sticky_revision("2.2.2") == original
+    assert sticky_revision("2.3.0") == sticky_revision("2.3.1") == StickyRevisionBefore3_0(False, False, False, False)
     assert sticky_revision("2.5.0") == StickyRevisionBefore3_0(True, False, False, False)
     assert sticky_revision("2.5.1") == StickyRevisionBefore3_0(True, True, False, False)
     assert sticky_revision("2.8.0") == StickyRevisionBefore3_0(True, True, False, False)
@@ -196,8 +340,8 @@ def test_revisions_by_version() -> None:
 
 def test_what_stays_unsupported() -> None:
     members = [MemberSubscription("a", ["t"])]
-    with pytest.raises(UnsupportedKafkaVersion, match="2.3.0"):
-        assign("sticky", {"t": 1}, members, kafka_version="2.2.2")
+    with pytest.raises(UnsupportedKafkaVersion, match="KIP-54"):
+        assign("sticky", {"t": 1}, members, kafka_version="0.10.2.2")
     with pytest.raises(UnsupportedKafkaVersion, match="KIP-429"):
         assign("cooperative-sticky", {"t": 1}, members, kafka_version="2.3.1")
     with pytest.raises(UnsupportedKafkaVersion, match="consumer group protocol"):
