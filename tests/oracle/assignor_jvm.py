@@ -32,7 +32,9 @@ JAR_SETS: dict[str, str] = {
     "assignor-oracle-2.6.3": "2.6.3",
     "assignor-oracle-2.5.0": "2.5.0",
     "assignor-oracle-2.3.1": "2.3.1",
+    "assignor-oracle-2.2.2": "2.2.2",
     "assignor-oracle-2.0.1": "2.0.1",
+    "assignor-oracle-0.11.0.3": "0.11.0.3",
     "assignor-oracle-0.9.0.1": "0.9.0.1",
 }
 
