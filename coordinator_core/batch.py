@@ -87,7 +87,7 @@ DECODED_SCHEMA = pa.schema(
     ]
 )
 
-#: Rows decoded column-wise per chunk: bounds the temporary index arrays of the string gathers.
+#: Rows decoded per chunk: bounds the temporary arrays of one call.
 CHUNK_ROWS = 65536
 
 # ----------------------------------------------------------------------------------------------
@@ -110,193 +110,323 @@ def _as_binary(values: Any) -> pa.BinaryArray:
     return pa.array(list(values), type=pa.binary())
 
 
-def _buffers(arr: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(offsets int64[n+1], data uint8[...], is_null bool[n]) of a binary array, zero-copy where possible."""
+def _buffers(arr: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(offsets int32[n+1], data uint8, is_null bool[n] or None) of a binary array, without copying.
+
+    The offsets index the whole data buffer (a slice shares its parent's), and the data holds at least 16
+    bytes, so fixed-width windows can be laid over it."""
     n = len(arr)
     bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1 + arr.offset)[arr.offset :].astype(np.int64)
+    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1, offset=4 * arr.offset)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    # A sliced array shares its parent's data buffer: keep only this slice's bytes, rebased to 0.
-    data = data[offsets[0] : offsets[-1]]
-    offsets -= offsets[0]
-    is_null = arr.is_null().to_numpy(zero_copy_only=False)
+    if len(data) < 16:
+        data = np.concatenate([data, np.zeros(16, np.uint8)])
+    is_null = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
     return offsets, data, is_null
 
 
 # ----------------------------------------------------------------------------------------------
-# Column-wise big-endian reads with clamped indexes (rows where a read would run past the buffer are
-# masked out by the caller's validity conditions before any value is used)
+# Column-wise reads: a byte buffer seen as its overlapping fixed-width windows (a numpy view with a stride
+# of one byte), so ``windows[positions]`` copies the bytes at every position in one gather, and a
+# structured dtype names the big-endian fields inside a window.
 
 
-_BE_DTYPES: dict[int, np.dtype[Any]] = {1: np.dtype(">u1"), 2: np.dtype(">i2"), 4: np.dtype(">i4"), 8: np.dtype(">i8")}
+def _windows(data: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """Every `dtype.itemsize`-byte window of `data`, one per start byte (a view, nothing is copied)."""
+    width = dtype.itemsize
+    out: np.ndarray = np.ndarray((len(data) - width + 1,), dtype=np.dtype((np.void, width)), buffer=data, strides=(1,))
+    return out
 
 
-def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenate data[starts[i] : starts[i] + lengths[i]] for all i; return (offsets int32, bytes).
-
-    The slices must be disjoint and in increasing order (true for fields of consecutive records), so
-    they can be cut out with one boolean mask instead of a per-byte index array.
-    """
-    offsets = np.zeros(len(starts) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    if offsets[-1] == 0:
-        return offsets.astype(np.int32), np.zeros(0, np.uint8)
-    marks = np.zeros(len(data) + 1, np.int8)
-    # Starts are distinct, and so are ends (each slice lies in its own record), so plain fancy-index
-    # updates are safe; a zero-length slice gets +1 and -1 at the same place and selects nothing.
-    marks[starts] += 1
-    marks[starts + lengths] -= 1
-    inside = np.cumsum(marks[:-1], dtype=np.int8).view(np.bool_)
-    return offsets.astype(np.int32), data[inside]
+def _read(data: np.ndarray, dtype: np.dtype[Any], positions: np.ndarray) -> np.ndarray:
+    """The `dtype` record at each position; positions must lie in [0, len(data) - itemsize]."""
+    out: np.ndarray = _windows(data, dtype)[positions].view(dtype)
+    return out
 
 
-def _string_array(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    offsets, raw = _gather(data, starts, lengths)
-    binary = pa.Array.from_buffers(pa.binary(), len(starts), [None, pa.py_buffer(offsets), pa.py_buffer(raw)])
-    try:
-        return binary.cast(pa.string())
-    except pa.ArrowInvalid:
-        # Malformed UTF-8: Kafka (Java) decodes with replacement characters; do the same row by row.
-        return pa.array([None if b is None else b.decode("utf-8", "replace") for b in binary.to_pylist()], pa.string())
+_KEY_HEAD = np.dtype(
+    {"names": ["record_type", "group_length"], "formats": [">i2", ">i2"], "offsets": [0, 2], "itemsize": 4}
+)
+_INT16 = np.dtype(">i2")
+_INT32 = np.dtype(">i4")
+# The first 16 bytes of an offset-commit value: version, offset, then either the metadata length (v0-v2,
+# the high half of word10) or the leader epoch (v3/v4, word10) followed by the metadata length (v3,
+# word14) or its compact uvarint (v4, the high byte of word14).
+_VALUE_HEAD = np.dtype(
+    {
+        "names": ["version", "offset", "word10", "word14"],
+        "formats": [">i2", ">i8", ">i4", ">i2"],
+        "offsets": [0, 2, 10, 14],
+        "itemsize": 16,
+    }
+)
+# The 16 bytes after the metadata: commit timestamp, then the expire timestamp (v1) or, in v4, the tagged
+# fields count, tag and size (the top three bytes of word8).
+_VALUE_TAIL = np.dtype(
+    {"names": ["commit_timestamp", "word8"], "formats": [">i8", ">i8"], "offsets": [0, 8], "itemsize": 16}
+)
+_UUID = np.dtype({"names": ["high", "low"], "formats": [">u8", ">u8"], "offsets": [0, 8], "itemsize": 16})
 
-
-_B64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", np.uint8)
-
-
-def _uuid_strings(data: np.ndarray, starts: np.ndarray) -> pa.Array:
-    """Kafka Uuid text (URL-safe base64, no padding) of the 16 bytes at each start, column-wise."""
-    n = len(starts)
-    raw = np.zeros((n, 18), np.uint32)
-    raw[:, :16] = data[starts[:, None] + np.arange(16)[None, :]]
-    triples = raw.reshape(n, 6, 3)
-    word = (triples[:, :, 0] << 16) | (triples[:, :, 1] << 8) | triples[:, :, 2]
-    sextets = np.stack([(word >> 18) & 63, (word >> 12) & 63, (word >> 6) & 63, word & 63], axis=2)
-    chars = _B64[sextets.reshape(n, 24)[:, :22]]
-    offsets = np.arange(n + 1, dtype=np.int32) * 22
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(chars.tobytes())])
+# Per value version, indexed by clip(version, -1, 5) + 1: where the metadata string starts, and the value
+# length without the metadata (v4: without tagged fields). Versions outside 0-4 get a length no value has.
+_METADATA_START = np.array([0, 12, 12, 12, 16, 15, 0], np.int32)
+_FIXED_LENGTH = np.array([-(1 << 20), 20, 28, 20, 24, 24, -(1 << 20)], np.int32)
+_TOPIC_ID_TAG = 0x010010  # one tagged field, tag 0, 16 bytes: the v4 TopicId
+_PAD = 32  # zero bytes after the value bytes: a 16-byte window at any position <= their length stays inside
 
 
 # ----------------------------------------------------------------------------------------------
-# The fast path: offset commits (key types 0/1, value versions 0-4, tombstones)
+# Building output columns. Every column is computed for all rows of the chunk from the offset-commit
+# layout; rows that layout does not claim (the slow rows) are decoded by decode_record and their values are
+# put in place while the column is built, so no table is concatenated and reordered afterwards.
 
 
-_PAD = 32  # zero bytes appended to a data buffer so fixed-width reads of valid rows never run off the end
+def _validity(valid: np.ndarray) -> pa.Buffer | None:
+    return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
-def _padded(data: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(data) + _PAD, np.uint8)
-    out[: len(data)] = data
-    return out
+def _fixed_column(
+    typ: pa.DataType, values: np.ndarray, valid: np.ndarray, slow_rows: np.ndarray, slow_values: list[Any]
+) -> pa.Array:
+    values = values.astype(typ.to_pandas_dtype())
+    if len(slow_rows):
+        values[slow_rows] = [0 if x is None else x for x in slow_values]
+        valid[slow_rows] = [x is not None for x in slow_values]
+    return pa.Array.from_buffers(typ, len(values), [_validity(valid), pa.py_buffer(values)])
 
 
-def _rows(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
-    """The `width` bytes at each position as an (n, width) matrix, in one gather. `data` is padded, so
-    rows of well-formed records are read exactly; positions of malformed rows are clamped into range
-    and their values are discarded by the caller's validity masks."""
-    start = np.minimum(np.maximum(pos, 0), len(data) - width)
-    out: np.ndarray = data[start[:, None] + np.arange(width)[None, :]]
-    return out
-
-
-def _int(mat: np.ndarray, start: int, width: int) -> np.ndarray:
-    """Signed big-endian int of `width` bytes at column `start` of a row matrix."""
-    out: np.ndarray = np.ascontiguousarray(mat[:, start : start + width]).view(_BE_DTYPES[width])
-    return out.reshape(-1).astype(np.int64)
-
-
-def _fast_offset_commits(
-    koff: np.ndarray,
-    kdata: np.ndarray,
-    knull: np.ndarray,
-    voff: np.ndarray,
-    vdata: np.ndarray,
-    vnull: np.ndarray,
-) -> tuple[np.ndarray, dict[str, pa.Array]]:
-    """Decode the rows that are well-formed offset commits; return (mask of those rows, their columns).
-
-    Layouts (after the int16 version): v0/v2 offset, metadata, commit ts; v1 adds an expire ts; v3
-    offset, leader epoch, metadata, commit ts; v4 as v3 with a compact metadata string and a tagged
-    section (empty, or exactly the 16-byte topic id under tag 0). Each row is read with two fixed-width
-    gathers: the 16 bytes at the value start and the 19 bytes after the metadata.
-    """
-    kdata, vdata = _padded(kdata), _padded(vdata)
-    ks = koff[:-1]
-    kl = koff[1:] - ks
-    khead = _rows(kdata, ks, 4)
-    rtype = np.where(kl >= 2, _int(khead, 0, 2), -1)
-    glen = _int(khead, 2, 2)
-    tpos = ks + 4 + glen
-    tlen = _int(_rows(kdata, tpos, 2), 0, 2)
-    key_ok = (
-        (~knull) & (kl >= 10) & ((rtype == 0) | (rtype == 1)) & (glen >= 0) & (tlen >= 0) & (kl == 10 + glen + tlen)
-    )
-
-    vs = voff[:-1]
-    vl = voff[1:] - vs
-    tomb = vnull
-    vhead = _rows(vdata, vs, 16)
-    ver = np.where(vl >= 2, _int(vhead, 0, 2), -1)
-    mvar_v4 = vhead[:, 14].astype(np.int64)  # v4: compact string, uvarint length + 1 (one byte when < 128)
-    classic = ver <= 2
-    mlen = np.where(classic, _int(vhead, 10, 2), np.where(ver == 3, _int(vhead, 14, 2), mvar_v4 - 1))
-    mstart = vs + np.where(classic, 12, np.where(ver == 3, 16, 15))
-    after_meta = mstart + mlen
-    vtail = _rows(vdata, after_meta, 19)
-    tag_count = vtail[:, 8]
-    has_topic_id = (ver == 4) & (tag_count == 1) & (vtail[:, 9] == 0) & (vtail[:, 10] == 16)
-    expected = np.where(
-        (ver == 0) | (ver == 2),
-        20,
-        np.where(ver == 1, 28, np.where(ver == 3, 24, np.where(has_topic_id, 42, np.where(tag_count == 0, 24, -1)))),
-    )
-    v4_ok = (ver != 4) | ((mvar_v4 >= 1) & (mvar_v4 < 0x80))
-    value_ok = (~vnull) & (ver >= 0) & (ver <= 4) & (mlen >= 0) & v4_ok & (vl == expected + mlen)
-    fast = key_ok & (tomb | value_ok)
-    idx = np.nonzero(fast)[0]
-    n = len(idx)
-
-    ks_f, glen_f, tpos_f, tlen_f = ks[idx], glen[idx], tpos[idx], tlen[idx]
-    cols: dict[str, pa.Array] = {}
-    cols["record_type"] = pa.array(rtype[idx].astype(np.int16))
-    cols["record_kind"] = pa.repeat(pa.scalar("offset_commit", pa.string()), n)
-    cols["group_id"] = _string_array(kdata, ks_f + 4, glen_f)
-    cols["topic"] = _string_array(kdata, tpos_f + 2, tlen_f)
-    cols["partition"] = pa.array(_int(_rows(kdata, tpos_f + 2 + tlen_f, 4), 0, 4).astype(np.int32))
-    cols["member_id"] = pa.nulls(n, pa.string())
-
-    t = tomb[idx]
-    live = ~t
-    ver_f, mlen_f = ver[idx], mlen[idx]
-    vhead_f, vtail_f = vhead[idx], vtail[idx]
-    after_f = after_meta[idx]
-    cols["value_version"] = pa.array(ver_f.astype(np.int16), mask=t)
-    cols["is_tombstone"] = pa.array(t)
-    cols["committed_offset"] = pa.array(_int(vhead_f, 2, 8), mask=t)
-    epoch = _int(vhead_f, 10, 4).astype(np.int32)
-    cols["leader_epoch"] = pa.array(epoch, mask=t | (ver_f < 3) | (epoch == -1))
-    meta_len = np.where(live, mlen_f, 0)
-    if meta_len.any():
-        meta = _string_array(vdata, np.where(live, mstart[idx], 0), meta_len)
-    else:  # the usual case: every metadata string is empty, nothing to gather
-        meta = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(np.zeros(n + 1, np.int32)), pa.py_buffer(b"")])
-    cols["metadata"] = pc.if_else(pa.array(t), pa.scalar(None, pa.string()), meta)
-    cols["commit_timestamp"] = pa.array(_int(vtail_f, 0, 8), mask=t)
-    expire = _int(vtail_f, 8, 8)
-    cols["expire_timestamp"] = pa.array(expire, mask=t | (ver_f != 1) | (expire == -1))
-    tid_mask = has_topic_id[idx] & live
-    if tid_mask.any():
-        tids = _uuid_strings(vdata, after_f[tid_mask] + 11)
-        # The all-zero Uuid is Kafka's "no topic id"; a writer never tags it, but read it as absent.
-        tids = pc.if_else(pc.equal(tids, "AAAAAAAAAAAAAAAAAAAAAA"), pa.scalar(None, pa.string()), tids)
-        cols["topic_id"] = pc.replace_with_mask(pa.nulls(n, pa.string()), pa.array(tid_mask), tids)
+def _as_strings(binary: pa.Array, valid: np.ndarray) -> pa.Array:
+    """A binary array as strings with the given validity. Bytes that are not UTF-8 are decoded with
+    replacement characters, as Kafka (Java's new String(bytes, UTF_8)) does."""
+    _, offsets, data = binary.buffers()
+    if data is None or len(data) == 0 or np.frombuffer(data, np.uint8).max() < 0x80:
+        pass  # ASCII, the usual case: valid UTF-8 without looking further
     else:
-        cols["topic_id"] = pa.nulls(n, pa.string())
-    cols["group_metadata"] = pa.nulls(n, GROUP_METADATA)
-    cols["record_json"] = pa.nulls(n, pa.string())
-    cols["error"] = pa.nulls(n, pa.string())
-    cols["error_field_path"] = pa.nulls(n, pa.string())
-    cols["error_position"] = pa.nulls(n, pa.int32())
-    return fast, cols
+        try:
+            binary = binary.cast(pa.string())
+        except pa.ArrowInvalid:
+            binary = pa.array([b.decode("utf-8", "replace") for b in binary.to_pylist()], pa.string())
+        _, offsets, data = binary.buffers()
+    return pa.Array.from_buffers(pa.string(), len(valid), [_validity(valid), offsets, data], offset=binary.offset)
+
+
+def _cut_strings(
+    data: np.ndarray,
+    lo: int,
+    hi: int,
+    bounds: np.ndarray,
+    picks: np.ndarray,
+    valid: np.ndarray,
+    slow_rows: np.ndarray,
+    slow_values: list[str | None],
+) -> pa.Array:
+    """A string column cut out of `data` in one Arrow take.
+
+    `bounds` (int32, non-decreasing, within [lo, hi]) are the offsets of a binary array over `data` whose
+    element ``picks[i]`` is row i's string. Slow rows' strings are appended after ``data[lo:hi]`` as
+    further elements."""
+    buffer = pa.py_buffer(data)
+    if len(slow_rows):
+        extra = [b"" if s is None else s.encode() for s in slow_values]
+        sizes = np.fromiter((len(e) for e in extra), np.int32, len(extra))
+        buffer = pa.py_buffer(np.concatenate([data[lo:hi], np.frombuffer(b"".join(extra), np.uint8)]))
+        picks = picks.copy()
+        picks[slow_rows] = len(bounds) + np.arange(len(extra), dtype=np.int32)
+        bounds = np.concatenate([bounds - lo, [hi - lo], (hi - lo) + np.cumsum(sizes, dtype=np.int32)]).astype(np.int32)
+        valid[slow_rows] = [s is not None for s in slow_values]
+    binary = pa.Array.from_buffers(pa.binary(), len(bounds) - 1, [None, pa.py_buffer(bounds), buffer])
+    return _as_strings(binary.take(pa.array(picks)), valid)
+
+
+def _slow_only_column(typ: pa.DataType, n: int, slow_rows: np.ndarray, slow_values: list[Any]) -> pa.Array:
+    """A column that only slow rows fill (null on every offset-commit row)."""
+    if all(x is None for x in slow_values):
+        return pa.nulls(n, typ)
+    index = np.zeros(n, np.int32)
+    index[slow_rows] = np.arange(len(slow_rows), dtype=np.int32)
+    present = np.zeros(n, np.bool_)
+    present[slow_rows] = True
+    take = pa.Array.from_buffers(pa.int32(), n, [_validity(present), pa.py_buffer(index)])
+    return pa.array(slow_values, typ).take(take)
+
+
+_B64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", np.uint8)
+_HIGH_SHIFTS = np.arange(58, 3, -6, dtype=np.uint64)  # sextets 0-9 lie in the high 64 bits
+_LOW_SHIFTS = np.arange(56, 1, -6, dtype=np.uint64)  # sextets 11-20 in the low 64 bits
+
+
+def _topic_id_column(
+    n: int, rows: np.ndarray, uuids: np.ndarray, slow_rows: np.ndarray, slow_values: list[str | None]
+) -> pa.Array:
+    """Kafka Uuid text (URL-safe base64 of the 16 bytes, no padding: 22 characters) for `rows`, null
+    elsewhere. The all-zero Uuid is Kafka's "no topic id": a writer never tags it, but read it as absent."""
+    high, low = uuids["high"].astype(np.uint64), uuids["low"].astype(np.uint64)
+    present = (high != 0) | (low != 0)
+    rows, high, low = rows[present], high[present], low[present]
+    sextets = np.empty((len(rows), 22), np.uint64)
+    sextets[:, :10] = (high[:, None] >> _HIGH_SHIFTS) & 63
+    sextets[:, 10] = ((high & 15) << 2) | (low >> 62)
+    sextets[:, 11:21] = (low[:, None] >> _LOW_SHIFTS) & 63
+    sextets[:, 21] = (low & 3) << 4
+    valid = np.zeros(n, np.bool_)
+    valid[rows] = True
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(valid * np.int32(22), out=offsets[1:])
+    column = pa.Array.from_buffers(
+        pa.string(), n, [_validity(valid), pa.py_buffer(offsets), pa.py_buffer(_B64[sextets].tobytes())]
+    )
+    if any(s is not None for s in slow_values):  # rare: a v4 commit the fast layout does not cover
+        mask = np.zeros(n, np.bool_)
+        mask[slow_rows] = True
+        column = pc.replace_with_mask(column, pa.array(mask), pa.array(slow_values, pa.string()))
+    return column
+
+
+_OFFSET_COMMIT_KINDS: list[pa.Array] = []
+
+
+def _kind_column(n: int, slow_rows: np.ndarray, slow_values: list[str]) -> pa.Array:
+    if not _OFFSET_COMMIT_KINDS:
+        _OFFSET_COMMIT_KINDS.append(pa.repeat(pa.scalar("offset_commit", pa.string()), CHUNK_ROWS))
+    if not len(slow_rows):
+        return _OFFSET_COMMIT_KINDS[0].slice(0, n)
+    index = np.zeros(n, np.int32)
+    index[slow_rows] = np.arange(1, len(slow_rows) + 1, dtype=np.int32)
+    return pa.array(["offset_commit", *slow_values], pa.string()).take(pa.array(index))
+
+
+# ----------------------------------------------------------------------------------------------
+# The chunk decoder: offset commits (key types 0/1, value versions 0-4, tombstones) column-wise, the rest
+# through decode_record
+
+
+def _decode_chunk(keys: pa.BinaryArray, values: pa.BinaryArray) -> pa.Table:
+    """Decode one chunk (at most CHUNK_ROWS rows).
+
+    A row is an offset commit of the regular shape when its key is type 0/1 of exactly 10 + group + topic
+    bytes, and its value is null (a tombstone) or one of these layouts, exactly, after the int16 version:
+    v0/v2 offset, metadata, commit ts; v1 the same plus an expire ts; v3 offset, leader epoch, metadata,
+    commit ts; v4 as v3 with a compact metadata string shorter than 127 bytes and a tagged section that is
+    empty or exactly the 16-byte topic id under tag 0. Every field such a row needs is read from inside
+    that row, so a row is claimed only when all its reads are real; other rows' reads may land anywhere
+    (positions are clipped into the buffer) and are discarded.
+    """
+    n = len(keys)
+    koff, kdata, knull = _buffers(keys)
+    voff, vdata, vnull = _buffers(values)
+
+    # Keys: type, group length; topic length after the group; partition after the topic.
+    ks = koff[:-1]
+    key_size = koff[1:] - ks
+    head = _read(kdata, _KEY_HEAD, np.minimum(ks, len(kdata) - 4))
+    record_type = head["record_type"].astype(np.int32)
+    group_size = head["group_length"].astype(np.int32)
+    topic_at = ks + 4 + group_size
+    topic_size = _read(kdata, _INT16, np.clip(topic_at, 0, len(kdata) - 2)).astype(np.int32)
+    partition = _read(kdata, _INT32, np.clip(topic_at + 2 + topic_size, 0, len(kdata) - 4))
+    key_ok = ((record_type | 1) == 1) & (group_size >= 0) & (topic_size >= 0)
+    key_ok &= key_size == 10 + group_size + topic_size
+    if knull is not None:
+        key_ok &= ~knull
+
+    # Values, from a zero-padded copy of their bytes so that every 16-byte window read below stays inside.
+    v_lo, v_hi = int(voff[0]), int(voff[-1])
+    vbytes = np.zeros(v_hi - v_lo + _PAD, np.uint8)
+    vbytes[: v_hi - v_lo] = vdata[v_lo:v_hi]
+    vs = voff[:-1] - v_lo
+    value_size = voff[1:] - voff[:-1]
+    head = _read(vbytes, _VALUE_HEAD, vs)
+    version = head["version"].astype(np.int32)
+    word10 = head["word10"].astype(np.int32)
+    word14 = head["word14"].astype(np.int32)
+    metadata_size = np.where(version <= 2, word10 >> 16, np.where(version == 3, word14, ((word14 >> 8) & 0xFF) - 1))
+    layout = np.clip(version, -1, 5) + 1
+    metadata_at = vs + _METADATA_START[layout]
+    after = np.clip(metadata_at + metadata_size, 0, v_hi - v_lo)
+    tail = _read(vbytes, _VALUE_TAIL, after)
+    word8 = tail["word8"].astype(np.int64)
+    tag_header = word8 >> 40
+    has_topic_id = (version == 4) & (tag_header == _TOPIC_ID_TAG)
+    v4_ok = (version != 4) | ((metadata_size <= 126) & (has_topic_id | ((tag_header >> 16) == 0)))
+    value_ok = (metadata_size >= 0) & v4_ok & (value_size == _FIXED_LENGTH[layout] + 18 * has_topic_id + metadata_size)
+    tombstone = vnull if vnull is not None else np.zeros(n, np.bool_)
+    fast = key_ok & (tombstone | value_ok)
+    live = fast & ~tombstone
+
+    slow_rows = np.flatnonzero(~fast)
+    slow = _decode_rows(keys, values, slow_rows)
+
+    # Key strings: a binary array over the key bytes whose elements are, per row, the 4 bytes before the
+    # group, the group, the topic length, the topic (elements 5i+1 and 5i+3); rows not claimed are empty.
+    claimed = key_ok.astype(np.int32)
+    bounds = np.empty((n, 5), np.int32)
+    bounds[:, 0] = ks
+    bounds[:, 1] = ks + 4 * claimed
+    bounds[:, 2] = bounds[:, 1] + group_size * claimed
+    bounds[:, 3] = bounds[:, 2] + 2 * claimed
+    bounds[:, 4] = bounds[:, 3] + topic_size * claimed
+    k_lo, k_hi = int(koff[0]), int(koff[-1])
+    picks = np.arange(1, 5 * n, 5, dtype=np.int32)
+    group_id = _cut_strings(kdata, k_lo, k_hi, bounds.reshape(-1), picks, fast.copy(), slow_rows, slow["group_id"])
+    topic = _cut_strings(kdata, k_lo, k_hi, bounds.reshape(-1), picks + 2, fast.copy(), slow_rows, slow["topic"])
+
+    has_metadata = live & (metadata_size > 0)
+    if has_metadata.any() or any(s is not None for s in slow["metadata"]):
+        meta_bounds = np.empty((n, 3), np.int32)
+        meta_bounds[:, 0] = vs
+        meta_bounds[:, 1] = np.where(has_metadata, metadata_at, vs)
+        meta_bounds[:, 2] = meta_bounds[:, 1] + metadata_size * has_metadata
+        metadata = _cut_strings(
+            vbytes,
+            0,
+            v_hi - v_lo,
+            meta_bounds.reshape(-1),
+            np.arange(1, 3 * n, 3, dtype=np.int32),
+            live.copy(),
+            slow_rows,
+            slow["metadata"],
+        )
+    else:  # the usual case: every metadata string is empty
+        metadata = pa.Array.from_buffers(
+            pa.string(), n, [_validity(live), pa.py_buffer(np.zeros(n + 1, np.int32)), pa.py_buffer(b"")]
+        )
+
+    topic_id_rows = np.flatnonzero(live & has_topic_id)
+    uuids = _read(vbytes, _UUID, after[topic_id_rows] + 11)
+
+    epoch = word10
+    expire = word8
+    s = slow
+    columns = {
+        "record_type": _fixed_column(pa.int16(), record_type, fast.copy(), slow_rows, s["record_type"]),
+        "record_kind": _kind_column(n, slow_rows, s["record_kind"]),
+        "group_id": group_id,
+        "topic": topic,
+        "partition": _fixed_column(pa.int32(), partition, fast.copy(), slow_rows, s["partition"]),
+        "member_id": _slow_only_column(pa.string(), n, slow_rows, s["member_id"]),
+        "value_version": _fixed_column(pa.int16(), version, live.copy(), slow_rows, s["value_version"]),
+        "is_tombstone": pa.Array.from_buffers(
+            pa.bool_(), n, [None, pa.py_buffer(np.packbits(tombstone, bitorder="little"))]
+        ),
+        "committed_offset": _fixed_column(pa.int64(), head["offset"], live.copy(), slow_rows, s["committed_offset"]),
+        "leader_epoch": _fixed_column(
+            pa.int32(), epoch, live & (version >= 3) & (epoch != -1), slow_rows, s["leader_epoch"]
+        ),
+        "metadata": metadata,
+        "commit_timestamp": _fixed_column(
+            pa.int64(), tail["commit_timestamp"], live.copy(), slow_rows, s["commit_timestamp"]
+        ),
+        "expire_timestamp": _fixed_column(
+            pa.int64(), expire, live & (version == 1) & (expire != -1), slow_rows, s["expire_timestamp"]
+        ),
+        "topic_id": _topic_id_column(n, topic_id_rows, uuids, slow_rows, s["topic_id"]),
+        "group_metadata": _slow_only_column(GROUP_METADATA, n, slow_rows, s["group_metadata"]),
+        "record_json": _slow_only_column(pa.string(), n, slow_rows, s["record_json"]),
+        "error": _slow_only_column(pa.string(), n, slow_rows, s["error"]),
+        "error_field_path": _slow_only_column(pa.string(), n, slow_rows, s["error_field_path"]),
+        "error_position": _slow_only_column(pa.int32(), n, slow_rows, s["error_position"]),
+    }
+    return pa.Table.from_arrays([columns[name] for name in DECODED_SCHEMA.names], schema=DECODED_SCHEMA)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -401,11 +531,13 @@ def _row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     return row
 
 
-def _slow_table(keys: pa.BinaryArray, values: pa.BinaryArray, rows: np.ndarray) -> pa.Table:
-    k_list = keys.take(pa.array(rows)).to_pylist()
-    v_list = values.take(pa.array(rows)).to_pylist()
-    decoded = [_row(k, v) for k, v in zip(k_list, v_list, strict=False)]
-    return pa.Table.from_pylist(decoded, schema=DECODED_SCHEMA)
+def _decode_rows(keys: pa.BinaryArray, values: pa.BinaryArray, rows: np.ndarray) -> dict[str, list[Any]]:
+    """decode_record's result for the given rows, as one list per output column."""
+    if not len(rows):
+        return {name: [] for name in DECODED_SCHEMA.names}
+    index = pa.array(rows)
+    decoded = [_row(k, v) for k, v in zip(keys.take(index).to_pylist(), values.take(index).to_pylist(), strict=True)]
+    return {name: [r.get(name) for r in decoded] for name in DECODED_SCHEMA.names}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -428,21 +560,10 @@ def decode_batch(
     if len(karr) == 0:
         return DECODED_SCHEMA.empty_table()
     if len(karr) > CHUNK_ROWS:
-        parts = [
-            decode_batch(karr.slice(i, CHUNK_ROWS), varr.slice(i, CHUNK_ROWS)) for i in range(0, len(karr), CHUNK_ROWS)
-        ]
-        return pa.concat_tables(parts)
-    koff, kdata, knull = _buffers(karr)
-    voff, vdata, vnull = _buffers(varr)
-    fast, cols = _fast_offset_commits(koff, kdata, knull, voff, vdata, vnull)
-    fast_rows = np.nonzero(fast)[0]
-    slow_rows = np.nonzero(~fast)[0]
-    fast_table = pa.Table.from_arrays([cols[f.name] for f in DECODED_SCHEMA], schema=DECODED_SCHEMA)
-    if len(slow_rows) == 0:
-        return fast_table
-    slow_table = _slow_table(karr, varr, slow_rows)
-    if len(fast_rows) == 0:
-        return slow_table
-    combined = pa.concat_tables([fast_table, slow_table])
-    order = np.argsort(np.concatenate([fast_rows, slow_rows]), kind="stable")
-    return combined.take(pa.array(order))
+        return pa.concat_tables(
+            [
+                _decode_chunk(karr.slice(i, CHUNK_ROWS), varr.slice(i, CHUNK_ROWS))
+                for i in range(0, len(karr), CHUNK_ROWS)
+            ]
+        )
+    return _decode_chunk(karr, varr)
