@@ -31,8 +31,8 @@ SEED = 20240607
 
 OLD_REVISIONS: dict[str, list[str]] = {
     # jar set -> the assignors whose pre-3.0 revision it pins (Range/RoundRobin from 2.4 on are the same
-    # code as the 3.3.2 jar set's); the original sticky (0.11.0-2.2.x) at its first release, after its
-    # user data writer changed (1.1.0) and at its last release
+    # code as the 3.3.2 jar set's); the original sticky (0.11.0-2.2.x) at its first, a middle and its last
+    # release
     "assignor-oracle-0.9.0.1": ["range", "roundrobin"],
     "assignor-oracle-0.11.0.3": ["sticky"],
     "assignor-oracle-2.0.1": ["range", "roundrobin", "sticky"],
