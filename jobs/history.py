@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,15 +139,34 @@ def _frame(rows: Sequence[dict[str, Any]], spec: TableSpec, cluster: str) -> pd.
     return pd.DataFrame([{**r, "cluster": cluster} for r in rows], columns=columns)
 
 
-def _generations_fn(records: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    from coordinator_core import group_history
+def _generations_fn(topic_names: Mapping[str, Mapping[str, str]]
+                    ) -> Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]:
+    def run(records: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+        from coordinator_core import group_history
 
-    if records.empty and events.empty:
-        return _frame([], GROUP_GENERATIONS, "")
-    cluster = (records if not records.empty else events)["cluster"].iloc[0]
-    group = (records if not records.empty else events)["group_id"].iloc[0]
-    rows = group_history(_records(records), _events(events), group_id=group)
-    return _frame([r.to_dict() for r in rows], GROUP_GENERATIONS, cluster)
+        if records.empty and events.empty:
+            return _frame([], GROUP_GENERATIONS, "")
+        cluster = (records if not records.empty else events)["cluster"].iloc[0]
+        group = (records if not records.empty else events)["group_id"].iloc[0]
+        rows = group_history(_records(records), _events(events), group_id=group,
+                             topic_names=topic_names.get(cluster))
+        return _frame([r.to_dict() for r in rows], GROUP_GENERATIONS, cluster)
+
+    return run
+
+
+def cluster_topic_names(tables: Tables) -> dict[str, dict[str, str]]:
+    """cluster -> topic id -> name, from every offset commit that carried a topic id (value v4+).
+
+    KIP-848 records name partitions by topic id; a group's own commits may not cover every topic it was
+    assigned (nothing committed yet), but topic ids are unique in a cluster, so any group's commit names it.
+    """
+    rows = (tables.read(OFFSET_COMMITS).where(F.col("topic_id").isNotNull())
+            .select("cluster", "topic_id", "topic").distinct().collect())
+    names: dict[str, dict[str, str]] = {}
+    for r in rows:
+        names.setdefault(r["cluster"], {})[r["topic_id"]] = r["topic"]
+    return names
 
 
 def _offset_events_fn(records: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
@@ -217,9 +236,12 @@ def _whatif_fn(records: pd.DataFrame) -> pd.DataFrame:
 # Transforms (DataFrame -> DataFrame) and the stage
 
 
-def generation_rows(records: DataFrame, events: DataFrame) -> DataFrame:
+def generation_rows(records: DataFrame, events: DataFrame,
+                    topic_names: Mapping[str, Mapping[str, str]] | None = None) -> DataFrame:
+    """One row per generation of each group; `topic_names` (cluster -> topic id -> name) names KIP-848
+    partitions whose topic the group's own records do not name."""
     return (records.groupBy(*GROUP_KEY).cogroup(events.groupBy(*GROUP_KEY))
-            .applyInPandas(_generations_fn, schema=GROUP_GENERATIONS.schema)
+            .applyInPandas(_generations_fn(topic_names or {}), schema=GROUP_GENERATIONS.schema)
             .select(*GROUP_GENERATIONS.column_names))
 
 
@@ -261,7 +283,8 @@ def run_history(spark: SparkSession, tables: Tables, groups: DataFrame) -> Histo
     records = group_records(tables, groups).persist()
     events = group_events(tables, groups).persist()
     try:
-        replace_groups(tables, GROUP_GENERATIONS, groups, generation_rows(records, events))
+        replace_groups(tables, GROUP_GENERATIONS, groups,
+                       generation_rows(records, events, cluster_topic_names(tables)))
         replace_groups(tables, OFFSET_EVENTS, groups, offset_event_rows(records, events))
         replace_groups(tables, ASSIGNMENT_REPLAY, groups, assignment_replay_rows(records))
         replace_groups(tables, ASSIGNOR_WHATIF, groups, whatif_rows(records))

@@ -30,7 +30,13 @@ from coordinator_core.history.classic import (
     restore_same_generation,
 )
 from coordinator_core.history.consumer import CONSUMER_GROUP_KINDS, ConsumerGroupReader, drafts_from_consumer_logs
-from coordinator_core.history.inputs import as_events, as_group_records, millis_between, record_time
+from coordinator_core.history.inputs import (
+    as_events,
+    as_group_records,
+    committed_topic_ids,
+    millis_between,
+    record_time,
+)
 from coordinator_core.history.model import (
     CLASSIC,
     CLIENT_REJOIN,
@@ -73,7 +79,9 @@ def group_history(
         events: the group's parsed log lines (broker and client). Lines of other groups are dropped; lines
             with no group (partition loads) are kept, so pass only those of the group's partition.
         group_id: the group; read from the records or events when omitted.
-        topic_names: topic id -> name, for KIP-848 partitions when the records carry no topic names.
+        topic_names: topic id -> name, for KIP-848 partitions. The group's own records name most topics
+            (offset commits of version 4 carry the topic id beside the name; a partition-metadata record
+            written up to 4.0 lists them); this mapping, e.g. every topic of the cluster, adds the rest.
 
     Returns:
         One row per generation (classic) or group epoch (KIP-848), in the group's order, with gaps as
@@ -84,7 +92,7 @@ def group_history(
     group_events = _events_of(gid, as_events(events))
 
     classic_drafts: list[Draft] = []
-    reader = ConsumerGroupReader(topic_names)
+    reader = ConsumerGroupReader({**dict(topic_names or {}), **committed_topic_ids(group_records)})
     for record in group_records:
         kind = record.record.kind
         if kind == "group_metadata":

@@ -37,6 +37,19 @@ def as_group_records(records: Iterable[Any]) -> list[GroupRecord]:
     return out
 
 
+def committed_topic_ids(records: Iterable[GroupRecord]) -> dict[str, str]:
+    """Topic id -> name from offset commits of value version 4+, whose key names the topic and whose
+    value carries its id (KIP-848 records name partitions by topic id only)."""
+    names: dict[str, str] = {}
+    for r in records:
+        rec = r.record
+        if rec.kind == "offset_commit" and rec.value is not None:
+            topic_id = getattr(rec.value, "topic_id", None)
+            if topic_id:
+                names[topic_id] = rec.key.topic
+    return names
+
+
 def as_events(events: Iterable[CoordinatorEvent]) -> list[CoordinatorEvent]:
     """Events with a timestamp, in time order (stable, so lines of one millisecond keep their order)."""
     out = [e for e in events if e.timestamp is not None]

@@ -63,6 +63,19 @@ def test_every_classic_scenario_has_its_generations(gold: Tables, scenarios: dic
         assert expected <= got.get(s["group_id"], set()), s["name"]
 
 
+def test_kip848_epochs_have_the_scenario_assignments_with_topic_names(
+        gold: Tables, scenarios: dict[str, dict[str, Any]]) -> None:
+    """KIP-848 records name partitions by topic id only; the stage names them from the cluster's commits."""
+    s = scenarios["consumer-protocol"]
+    rows = (gold.read(GROUP_GENERATIONS).where(F.col("group_id") == s["group_id"])
+            .orderBy("generation").select("group_protocol", "members").collect())
+    assert [r["group_protocol"] for r in rows] == ["consumer"] * len(s["consumer_group_steps"])
+    for row, step in zip(rows, s["consumer_group_steps"], strict=True):
+        got = {m["member_id"]: sorted([p["topic"], p["partition"]] for p in m["assigned_partitions"])
+               for m in row["members"]}
+        assert got == {i: sorted(step["assignment"][c]) for c, i in step["member_ids"].items()}
+
+
 def test_storm_scenarios_are_flagged_and_quiet_ones_are_not(gold: Tables) -> None:
     storms = {r["group_id"]: r for r in gold.read(REBALANCE_STORMS).collect()}
     assert set(storms) == {"cgh-storm-crash-loop", "cgh-storm-poll-timeout"}

@@ -125,8 +125,21 @@ def test_kip848_topic_ids_without_names_stay_ids() -> None:
     rows = group_history(records)
     assert [(p.topic, p.partition) for p in rows[0].members[0].assigned_partitions] == [(T1, p) for p in range(4)]
     named = group_history(records, topic_names={T1: "orders"})
-    assert named == group_history(kip848_records())[:0] + named
     assert [(p.topic, p.partition) for p in named[0].members[0].assigned_partitions] == [
+        ("orders", p) for p in range(4)]
+
+
+def test_kip848_topic_names_from_the_groups_v4_offset_commits() -> None:
+    """From 4.1 no partition-metadata record is written; a v4 offset commit pairs the topic id with its name."""
+    from coordinator_core import messages as m
+    from coordinator_core.history.inputs import GroupRecord
+    from coordinator_core.records import Record
+
+    records = [r for r in kip848_records() if r.record.kind != "consumer_group_partition_metadata"]
+    value = m.OffsetCommitValue(42, -1, "", 40_000, -1, T1)
+    records.append(GroupRecord(40, 40_000, Record(1, m.OffsetCommitKey("g", "orders", 0), 4, value)))
+    rows = group_history(records)
+    assert [(p.topic, p.partition) for p in rows[0].members[0].assigned_partitions] == [
         ("orders", p) for p in range(4)]
 
 
