@@ -217,25 +217,28 @@ def _cut_strings(
     bounds: np.ndarray,
     picks: np.ndarray,
     valid: np.ndarray,
-    slow_rows: np.ndarray,
-    slow_values: list[str | None],
+    extra_rows: Sequence[int],
+    extra_values: list[str],
 ) -> pa.Array:
     """A string column cut out of `data` in one Arrow take.
 
     `bounds` (int32, non-decreasing, within [lo, hi]) are the offsets of a binary array over `data` whose
-    element ``picks[i]`` is row i's string. Slow rows' strings are appended after ``data[lo:hi]`` as
-    further elements."""
+    element ``picks[i]`` is row i's string. Strings that are not in `data` (`extra_values`, for
+    `extra_rows`) are appended after ``data[lo:hi]`` as further elements, which copies `data`."""
     buffer = pa.py_buffer(data)
-    if len(slow_rows):
-        extra = [b"" if s is None else s.encode() for s in slow_values]
+    if extra_rows:
+        extra = [s.encode() for s in extra_values]
         sizes = np.fromiter((len(e) for e in extra), np.int32, len(extra))
         buffer = pa.py_buffer(np.concatenate([data[lo:hi], np.frombuffer(b"".join(extra), np.uint8)]))
         picks = picks.copy()
-        picks[slow_rows] = len(bounds) + np.arange(len(extra), dtype=np.int32)
+        picks[list(extra_rows)] = len(bounds) + np.arange(len(extra), dtype=np.int32)
         bounds = np.concatenate([bounds - lo, [hi - lo], (hi - lo) + np.cumsum(sizes, dtype=np.int32)]).astype(np.int32)
-        valid[slow_rows] = [s is not None for s in slow_values]
     binary = pa.Array.from_buffers(pa.binary(), len(bounds) - 1, [None, pa.py_buffer(bounds), buffer])
     return _as_strings(binary.take(pa.array(picks)), valid)
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
 
 
 def _slow_only_column(typ: pa.DataType, n: int, slow_rows: np.ndarray, slow_values: list[Any]) -> pa.Array:
@@ -384,41 +387,74 @@ def _decode_chunk(keys: pa.BinaryArray, values: pa.BinaryArray) -> pa.Table:
     live = fast & ~tombstone
 
     slow_rows = np.flatnonzero(~fast)
-    slow = _decode_rows(keys, values, slow_rows)
+    slow_keys, slow = _decode_rows(keys, values, slow_rows)
 
     # Key strings: a binary array over the key bytes whose elements are, per row, the 4 bytes before the
-    # group, the group, the topic length, the topic (elements 5i+1 and 5i+3); rows not claimed are empty.
-    claimed = key_ok.astype(np.int32)
+    # group, the group, the topic length, the topic (elements 5i+1 and 5i+3); empty where not in place.
+    # A per-record row's group (and topic) is usually where an offset-commit key has it, as every known key
+    # type starts with the group as an int16-length string: it is cut from there too once it is seen to
+    # be the same string, and only the others are appended.
+    group_in_key, topic_in_key = key_ok.copy(), key_ok.copy()
+    group_valid, topic_valid = fast.copy(), fast.copy()
+    group_rows: list[int] = []
+    topic_rows: list[int] = []
+    group_extra: list[str] = []
+    topic_extra: list[str] = []
+    for row, key, group, topic_name in zip(slow_rows.tolist(), slow_keys, slow["group_id"], slow["topic"], strict=True):
+        g_size, t_size = int(group_size[row]), int(topic_size[row])
+        group_in_key[row] = topic_in_key[row] = False
+        if key is None:
+            pass
+        elif group is not None and 0 <= g_size <= len(key) - 4 and _text(key[4 : 4 + g_size]) == group:
+            group_in_key[row] = True
+            end = 6 + g_size + t_size
+            if (
+                topic_name is not None
+                and 0 <= t_size
+                and end <= len(key)
+                and _text(key[end - t_size : end]) == topic_name
+            ):
+                topic_in_key[row] = True
+        if group is not None:
+            group_valid[row] = True
+            if not group_in_key[row]:
+                group_rows.append(row)
+                group_extra.append(group)
+        if topic_name is not None:
+            topic_valid[row] = True
+            if not topic_in_key[row]:
+                topic_rows.append(row)
+                topic_extra.append(topic_name)
+    in_group, in_topic = group_in_key.astype(np.int32), topic_in_key.astype(np.int32)
     bounds = np.empty((n, 5), np.int32)
     bounds[:, 0] = ks
-    bounds[:, 1] = ks + 4 * claimed
-    bounds[:, 2] = bounds[:, 1] + group_size * claimed
-    bounds[:, 3] = bounds[:, 2] + 2 * claimed
-    bounds[:, 4] = bounds[:, 3] + topic_size * claimed
+    bounds[:, 1] = ks + 4 * in_group
+    bounds[:, 2] = bounds[:, 1] + group_size * in_group
+    bounds[:, 3] = bounds[:, 2] + 2 * in_topic
+    bounds[:, 4] = bounds[:, 3] + topic_size * in_topic
     k_lo, k_hi = int(koff[0]), int(koff[-1])
     picks = np.arange(1, 5 * n, 5, dtype=np.int32)
-    group_id = _cut_strings(kdata, k_lo, k_hi, bounds.reshape(-1), picks, fast.copy(), slow_rows, slow["group_id"])
-    topic = _cut_strings(kdata, k_lo, k_hi, bounds.reshape(-1), picks + 2, fast.copy(), slow_rows, slow["topic"])
+    flat = bounds.reshape(-1)
+    group_id = _cut_strings(kdata, k_lo, k_hi, flat, picks, group_valid, group_rows, group_extra)
+    topic = _cut_strings(kdata, k_lo, k_hi, flat, picks + 2, topic_valid, topic_rows, topic_extra)
 
     has_metadata = live & (metadata_size > 0)
-    if has_metadata.any() or any(s is not None for s in slow["metadata"]):
+    metadata_valid = live.copy()
+    metadata_rows = [row for row, text in zip(slow_rows.tolist(), slow["metadata"], strict=True) if text is not None]
+    metadata_valid[metadata_rows] = True
+    if metadata_rows or has_metadata.any():
         meta_bounds = np.empty((n, 3), np.int32)
         meta_bounds[:, 0] = vs
         meta_bounds[:, 1] = np.where(has_metadata, metadata_at, vs)
         meta_bounds[:, 2] = meta_bounds[:, 1] + metadata_size * has_metadata
+        picks = np.arange(1, 3 * n, 3, dtype=np.int32)
+        metadata_extra = [text for text in slow["metadata"] if text is not None]
         metadata = _cut_strings(
-            vbytes,
-            0,
-            v_hi - v_lo,
-            meta_bounds.reshape(-1),
-            np.arange(1, 3 * n, 3, dtype=np.int32),
-            live.copy(),
-            slow_rows,
-            slow["metadata"],
+            vbytes, 0, v_hi - v_lo, meta_bounds.reshape(-1), picks, metadata_valid, metadata_rows, metadata_extra
         )
     else:  # the usual case: every metadata string is empty
         metadata = pa.Array.from_buffers(
-            pa.string(), n, [_validity(live), pa.py_buffer(np.zeros(n + 1, np.int32)), pa.py_buffer(b"")]
+            pa.string(), n, [_validity(metadata_valid), pa.py_buffer(np.zeros(n + 1, np.int32)), pa.py_buffer(b"")]
         )
 
     topic_id_rows = np.flatnonzero(live & has_topic_id)
@@ -561,13 +597,16 @@ def _row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     return row
 
 
-def _decode_rows(keys: pa.BinaryArray, values: pa.BinaryArray, rows: np.ndarray) -> dict[str, list[Any]]:
-    """decode_record's result for the given rows, as one list per output column."""
+def _decode_rows(
+    keys: pa.BinaryArray, values: pa.BinaryArray, rows: np.ndarray
+) -> tuple[list[bytes | None], dict[str, list[Any]]]:
+    """The given rows' keys, and decode_record's result for them as one list per output column."""
     if not len(rows):
-        return {name: [] for name in DECODED_SCHEMA.names}
+        return [], {name: [] for name in DECODED_SCHEMA.names}
     index = pa.array(rows)
-    decoded = [_row(k, v) for k, v in zip(keys.take(index).to_pylist(), values.take(index).to_pylist(), strict=True)]
-    return {name: [r.get(name) for r in decoded] for name in DECODED_SCHEMA.names}
+    row_keys = keys.take(index).to_pylist()
+    decoded = [_row(k, v) for k, v in zip(row_keys, values.take(index).to_pylist(), strict=True)]
+    return row_keys, {name: [r.get(name) for r in decoded] for name in DECODED_SCHEMA.names}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -255,3 +255,20 @@ def damaged_records(draw: st.DrawFn) -> tuple[bytes | None, bytes | None]:
 def test_damaged_records_match_the_per_record_path(pairs: list[tuple[bytes | None, bytes | None]]) -> None:
     keys, values = unzip(pairs)
     assert cc.decode_batch(keys, values).equals(reference(keys, values))
+
+
+def test_per_record_strings_not_found_in_the_key_are_appended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every known key type starts with the group, so a per-record row's group and topic are normally cut
+    from the key bytes; the fallback that appends them must give the same table."""
+    pairs = [
+        commit("g", "t", 0, 3),
+        GROUP_ROW,
+        commit("grp", "tpc", 1, 4, metadata="x" * 200),
+        (h("00080001") + b"g" + h("0002") + b"m1", None),
+        ERROR_ROW,
+        commit("g", "t", 2, 1),
+    ]
+    keys, values = unzip(pairs)
+    want = reference(keys, values)
+    monkeypatch.setattr("coordinator_core.batch._text", lambda raw: "\x00not in the key")
+    assert cc.decode_batch(keys, values).equals(want)
