@@ -272,3 +272,13 @@ def test_per_record_strings_not_found_in_the_key_are_appended(monkeypatch: pytes
     want = reference(keys, values)
     monkeypatch.setattr("coordinator_core.batch._text", lambda raw: "\x00not in the key")
     assert cc.decode_batch(keys, values).equals(want)
+
+
+def test_random_topic_ids() -> None:
+    import base64
+
+    rnd = random.Random(3)
+    ids = [base64.urlsafe_b64encode(rnd.randbytes(16)).decode().rstrip("=") for _ in range(300)]
+    pairs = [commit("g", "t", i, 4, topic_id=topic_id) for i, topic_id in enumerate(ids)]
+    table = assert_same_rows(*unzip(pairs))
+    assert table.column("topic_id").to_pylist() == ids
