@@ -79,7 +79,8 @@ def sticky_revision(kafka_version: str | Sequence[int]) -> StickyRevision | Stic
     (`StickyRevision`). 0.11.0-2.8.x: the partition-level algorithm (`StickyRevisionBefore3_0`), checked
     against the release tags: KIP-54's `StickyAssignor` in 0.11.0.0, unchanged in effect through 2.2.x
     (1.0-2.2 changed only comments, log calls and the user data writer's grouping helper); KIP-341
-    generations and KAFKA-7962 (subscribed topics without metadata skipped) in 2.3.0;
+    generations and KAFKA-7962 (subscribed topics without metadata skipped, a reassignment without
+    partitions no longer failing) in 2.3.0;
     `AbstractStickyAssignor`, cooperative-sticky and the revocation-aware first balancing pass in 2.4.0;
     the first constrained fast path for equal subscriptions (KAFKA-9987) in 2.5.1 and 2.6.0 (2.5.0 does
     not have it; 2.7.0-2.8.0 only changed comments); invalidation of partitions claimed twice in one

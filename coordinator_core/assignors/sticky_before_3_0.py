@@ -8,8 +8,9 @@ equal-subscription fast path, when there was one, was a different one from 3.0's
   V0, the previous assignment without a generation, and each member's list is taken as sent: a partition
   two members claim stays in both lists (the last claimant in the leader's HashMap order is its
   "current consumer"), so the result can assign it twice; there are no previous owners. A member whose
-  user data holds an empty list still makes the assignment a reassignment. Unreadable user data, or a
-  subscribed topic without partition metadata (KAFKA-7962, fixed in 2.3.0), fails the assignment.
+  user data holds an empty list still makes the assignment a reassignment. Unreadable user data, a
+  subscribed topic without partition metadata, or a reassignment with no partition at all (every member
+  subscribed to nothing; both KAFKA-7962, fixed in 2.3.0) fails the assignment.
 * 2.3.x: `StickyAssignor` alone (KIP-54 with KIP-341's generation in the user data): each partition goes
   to the claimant of the highest generation, the runner-up is remembered as its previous owner; then the
   general balancing (`isBalanced` / `performReassignments` over sorted partitions, reverted when it does
@@ -563,6 +564,15 @@ class _GeneralAssignmentBefore2_3(_GeneralAssignment):
             claimed = member_data.get(m.member_id)
             if claimed is not None:
                 self.current[m.member_id] = list(claimed[0])
+
+    def _subscriptions_identical(self) -> bool:
+        """`areSubscriptionsIdentical` before 2.3.0: its `hasIdenticalListElements` took the first list
+        with `next()` without asking `hasNext()`, so a reassignment (some member sent user data) with no
+        partition to assign (every member subscribes to nothing, or only to topics without partitions)
+        fails (NoSuchElementException; KAFKA-7962 added the check in 2.3.0)."""
+        if not self.partition_consumers:
+            raise AssignorError("NoSuchElementException: a reassignment with no partition to assign")
+        return super()._subscriptions_identical()
 
     def _holders(self) -> dict[TopicPartition, str]:
         """Partition -> the member listing it last in `currentAssignment` order (set-aside members are

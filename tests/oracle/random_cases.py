@@ -100,7 +100,8 @@ def random_case(rng: random.Random, assignor: str, *, max_members: int = 10, max
         if equal:
             subs[mid] = rng.sample(topics, len(topics))
         else:
-            subs[mid] = rng.sample(topics, rng.randint(1, len(topics)))
+            # Now and then a member subscribed to nothing (a pattern subscription matching no topic yet).
+            subs[mid] = [] if rng.random() < 0.05 else rng.sample(topics, rng.randint(1, len(topics)))
     static = features.static_members and rng.random() < 0.3
     racks = racks and features.racks
     instance: dict[str, str | None] = {
@@ -197,13 +198,15 @@ def rebalance_history(rng: random.Random, assignor: str, rounds: int,
         if rng.random() < 0.15 and counts:
             grown = rng.choice(list(counts))
             counts[grown] += rng.randint(1, 4)
-        all_topics = sorted({t for m in case.members for t in m.topics})
+        # when every member subscribes to nothing, a changed subscription picks from the cluster's topics
+        # (a pattern subscription starting to match)
+        all_topics = sorted({t for m in case.members for t in m.topics}) or sorted(case.partitions_per_topic)
         members: list[MemberSubscription] = []
         for m in case.members:
             if rng.random() < 0.15:
                 continue  # left the group
             topics = list(m.topics)
-            if rng.random() < 0.1:
+            if rng.random() < 0.1 and all_topics:
                 topics = rng.sample(all_topics, rng.randint(1, len(all_topics)))
             members.append(_member(rng, assignor, features, m.member_id, topics, result[m.member_id],
                                    generation, m.group_instance_id))

@@ -245,6 +245,44 @@ def test_sticky_before_2_3_failures() -> None:
     }
 
 
+@pytest.mark.parametrize("version", ["0.11.0.3", "2.0.1", "2.2.2"])
+def test_sticky_before_2_3_reassignment_with_no_partition_fails(version: str) -> None:
+    # Every member subscribes to nothing (a pattern matching no topic yet), so no partition exists to
+    # assign; a member with user data (even an empty list) makes it a reassignment, and
+    # `areSubscriptionsIdentical` took the first partition's consumer list without `hasNext()`:
+    # NoSuchElementException until 2.3.0 (KAFKA-7962). Checked against Kafka's classes (oracle jar sets).
+    claimed = [MemberSubscription("a", [], encode_sticky_user_data([("t", 0)], None)), MemberSubscription("b", [])]
+    listed_nothing = [MemberSubscription("a", [], encode_sticky_user_data([], None)), MemberSubscription("b", [])]
+    for members in (claimed, listed_nothing):
+        with pytest.raises(AssignorError, match="NoSuchElementException"):
+            assign("sticky", {"t": 2}, members, kafka_version=version)
+        assert assign("sticky", {"t": 2}, members, kafka_version="2.3.1") == {"a": [], "b": []}
+        assert assign("sticky", {"t": 2}, members, kafka_version="2.5.0") == {"a": [], "b": []}
+    # no user data: a fresh assignment, which never asks whether the subscriptions are identical
+    fresh = [MemberSubscription("a", []), MemberSubscription("b", [])]
+    assert assign("sticky", {"t": 2}, fresh, kafka_version=version) == {"a": [], "b": []}
+    # one member subscribed to something: partitions exist, nothing fails, the other gets nothing
+    mixed = [
+        MemberSubscription("a", [], encode_sticky_user_data([("t", 1)], None)),
+        MemberSubscription("b", ["t"], encode_sticky_user_data([("t", 0)], None)),
+    ]
+    assert assign("sticky", {"t": 2}, mixed, kafka_version=version) == {"a": [], "b": [("t", 0), ("t", 1)]}
+
+
+def test_sticky_member_subscribed_to_nothing_keeps_its_partition_on_the_constrained_path() -> None:
+    # a (subscribed to nothing) comes first in HashMap order, so `allSubscriptionsEqual` only starts
+    # collecting topics at b and finds the subscriptions equal: the constrained path (2.5.1+) lets a
+    # keep t-1, the general path (before) gives a nothing. Checked against Kafka's classes.
+    members = [
+        MemberSubscription("a", [], encode_sticky_user_data([("t", 1)], None)),
+        MemberSubscription("b", ["t"], encode_sticky_user_data([("t", 0)], None)),
+    ]
+    for version in ("2.3.1", "2.5.0"):
+        assert assign("sticky", {"t": 2}, members, kafka_version=version) == {"a": [], "b": [("t", 0), ("t", 1)]}
+    for version in ("2.6.3", "2.8.2", "3.3.2", "4.4.0"):
+        assert assign("sticky", {"t": 2}, members, kafka_version=version) == {"a": [("t", 1)], "b": [("t", 0)]}
+
+
 def test_sticky_user_data_v0_reader() -> None:
     # in the order written (the writer groups by topic), repeats kept
     assert decode_sticky_user_data_v0(encode_sticky_user_data([("t", 1), ("u", 0), ("t", 1)], None)) == [
