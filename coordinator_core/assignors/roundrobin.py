@@ -60,6 +60,8 @@ def _deal(
     subscriptions: Sequence[MemberSubscription],
     member_order: Callable[[MemberSubscription], Any],
 ) -> Assignment:
+    if not subscriptions:
+        raise AssignorError("IllegalArgumentException: CircularIterator can only be used on non-empty lists")
     assignment: Assignment = {m.member_id: [] for m in subscriptions}
     members = sorted(subscriptions, key=member_order)
     topic_sets = {m.member_id: frozenset(m.topics) for m in members}

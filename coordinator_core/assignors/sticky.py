@@ -260,6 +260,8 @@ class _ConstrainedBuilder:
         self.revision = revision
         total = sum(partitions_per_topic[t] for t in topics)
         n = len(member_order)
+        if n == 0:  # a group without members: Kafka's `totalPartitionsCount % numberOfConsumers` throws
+            raise AssignorError("ArithmeticException: / by zero")
         self.min_quota = total // n
         self.max_quota = -(-total // n)
         self.expected_over = total % n
@@ -449,9 +451,13 @@ class _SortedMembers:
         return [k[2] for k in self._keys]
 
     def first(self) -> str:
+        if not self._keys:
+            raise AssignorError("NoSuchElementException: TreeSet.first() of no members")
         return self._keys[0][2]
 
     def last(self) -> str:
+        if not self._keys:
+            raise AssignorError("NoSuchElementException: TreeSet.last() of no members")
         return self._keys[-1][2]
 
 

@@ -199,6 +199,9 @@ def _constrained_assign(
     max_capacity: deque[str] = deque()
     min_capacity: deque[str] = deque()
     total, members = len(all_partitions), len(owned)
+    if members == 0:
+        # a group without members (so without subscribed topics): Kafka divides as doubles, no exception
+        return {}, {}
     min_quota, max_quota = total // members, -(-total // members)
     assignment: Assignment = {c: [] for c in owned}
 

@@ -283,6 +283,27 @@ def test_sticky_member_subscribed_to_nothing_keeps_its_partition_on_the_constrai
         assert assign("sticky", {"t": 2}, members, kafka_version=version) == {"a": [("t", 1)], "b": [("t", 0)]}
 
 
+def test_group_without_members() -> None:
+    # Not a real group (the leader is a member), but Kafka's classes answer it; so does the replay, with
+    # Kafka's exceptions and never a Python one. Checked against Kafka's classes (oracle jar sets).
+    for version in ("0.9.0.1", "2.3.1", "4.4.0"):
+        assert assign("range", {"t": 2}, [], kafka_version=version) == {}
+        with pytest.raises(AssignorError, match="IllegalArgumentException: CircularIterator"):
+            assign("roundrobin", {"t": 2}, [], kafka_version=version)
+    for version in ("0.11.0.3", "2.2.2", "2.3.1", "2.5.0"):
+        with pytest.raises(AssignorError, match="NoSuchElementException"):
+            assign("sticky", {"t": 2}, [], kafka_version=version)
+    with pytest.raises(AssignorError, match="NoSuchElementException"):
+        assign("cooperative-sticky", {"t": 2}, [], kafka_version="2.5.0")
+    for version in ("2.6.3", "2.8.2"):  # the quotas are divided as doubles: no exception
+        assert assign("sticky", {"t": 2}, [], kafka_version=version) == {}
+        assert assign("cooperative-sticky", {"t": 2}, [], kafka_version=version) == {}
+    for version in ("3.3.2", "4.4.0"):
+        for name in ("sticky", "cooperative-sticky"):
+            with pytest.raises(AssignorError, match="ArithmeticException"):
+                assign(name, {"t": 2}, [], kafka_version=version)
+
+
 def test_sticky_user_data_v0_reader() -> None:
     # in the order written (the writer groups by topic), repeats kept
     assert decode_sticky_user_data_v0(encode_sticky_user_data([("t", 1), ("u", 0), ("t", 1)], None)) == [
