@@ -108,9 +108,15 @@ def resolve_transactions(offset_commits: DataFrame, markers: DataFrame) -> DataF
     outcome of a transactional record is the first COMMIT/ABORT marker of its producer at a higher
     offset in its partition; with none archived yet it is still open. Non-transactional commits keep a
     null outcome.
+
+    A transactional commit with no producer id was read from Kafka, where only the records of aborted
+    transactions are flagged transactional (see `jobs.ingest.read_kafka`): its outcome is "aborted".
     """
     columns = OFFSET_COMMITS.column_names
-    transactional = offset_commits.where(F.col("is_transactional"))
+    read_live_aborted = offset_commits.where(F.col("is_transactional") & F.col("producer_id").isNull()).withColumn(
+        "transaction_outcome", F.lit(TXN_ABORTED)
+    )
+    transactional = offset_commits.where(F.col("is_transactional") & F.col("producer_id").isNotNull())
     others = offset_commits.where(~F.col("is_transactional") | F.col("is_transactional").isNull())
     marker_rows = markers.select(
         *[
@@ -144,7 +150,9 @@ def resolve_transactions(offset_commits: DataFrame, markers: DataFrame) -> DataF
         .withColumn("transaction_marker_offset", F.col("_next_marker_offset"))
         .select(*columns)
     )
-    return resolved.unionByName(others.select(*columns)).select(*columns)
+    return resolved.unionByName(others.select(*columns)).unionByName(read_live_aborted.select(*columns)).select(
+        *columns
+    )
 
 
 def group_metadata_rows(decoded: DataFrame) -> DataFrame:

@@ -4,7 +4,7 @@ Two sources, one output:
 - segments: copied `__consumer_offsets-N/*.log` directories; the files are listed by Spark and read by
   coordinator_core's segment reader inside executor tasks, many files in parallel;
 - kafka: Spark's Kafka source in batch mode, per partition from the last archived offset + 1 to the
-  current end offset.
+  last stable offset (see `kafka_offset_bounds` and `read_kafka` for transactions).
 
 Re-ingesting the same data adds nothing: records above a partition's archive watermark are appended,
 records at or below it only when their (cluster, partition, offset) is absent (a backfill from an older
@@ -91,10 +91,13 @@ def kafka_options(source: KafkaSource, environ: dict[str, str] | None = None) ->
 
 
 def kafka_offset_bounds(source: KafkaSource, options: dict[str, str]) -> list[tuple[int, int, int]]:
-    """(partition, earliest offset, end offset) of every partition of the topic, from the broker.
+    """(partition, earliest offset, last stable offset) of every partition of the topic, from the broker.
 
-    Driver-side metadata only (one row per partition), read with kafka-python using the same bootstrap
-    servers and the security options that kafka-python understands.
+    The end is the last stable offset (LSO), not the high watermark: records past it belong to
+    transactions not decided yet, and Spark's Kafka source cannot tell later whether they were committed
+    or aborted. The next run archives them once decided; nothing is lost meanwhile, since the log cleaner
+    does not clean past the LSO either. Driver-side metadata only (one row per partition), read with
+    kafka-python using the same bootstrap servers and the security options that kafka-python understands.
     """
     from kafka import KafkaConsumer, TopicPartition
 
@@ -109,13 +112,14 @@ def kafka_offset_bounds(source: KafkaSource, options: dict[str, str]) -> list[tu
     for spark_name, python_name in passthrough.items():
         if spark_name in options:
             client_options[python_name] = options[spark_name]
-    consumer = KafkaConsumer(enable_auto_commit=False, **client_options)
+    # read_committed: end_offsets() answers the LSO.
+    consumer = KafkaConsumer(enable_auto_commit=False, isolation_level="read_committed", **client_options)
     try:
         partitions = sorted(consumer.partitions_for_topic(source.topic) or ())
         tps = [TopicPartition(source.topic, p) for p in partitions]
         earliest = consumer.beginning_offsets(tps)
-        latest = consumer.end_offsets(tps)
-        return [(tp.partition, int(earliest[tp]), int(latest[tp])) for tp in tps]
+        stable = consumer.end_offsets(tps)
+        return [(tp.partition, int(earliest[tp]), int(stable[tp])) for tp in tps]
     finally:
         consumer.close()
 
@@ -128,23 +132,34 @@ def read_kafka(
 ) -> DataFrame:
     """Records of the given (partition, start, end) ranges as segment-reader-shaped rows.
 
-    Spark's Kafka source exposes neither producer ids nor control records, so is_transactional and the
-    batch columns are null for records archived this way (see the README's notes).
+    Spark's Kafka source exposes neither producer ids nor control records. Transaction outcomes are read
+    another way: the ranges (which end at the last stable offset, so every transaction in them is
+    decided) are read twice, read_uncommitted for the records and read_committed for the offsets a
+    transactional reader sees. A record missing from the second read belongs to an aborted transaction:
+    it is archived with is_transactional = true (and no producer id), which the decode stage resolves to
+    "aborted". Committed transactional records cannot be told from plain ones this way: is_transactional
+    stays null for them, as for every other record read from Kafka.
     """
     wanted = [(p, start, end) for p, start, end in ranges if end > start]
     empty_schema = _kafka_record_schema()
     if not wanted:
         return spark.createDataFrame([], empty_schema)
-    reader = spark.read.format("kafka")
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    kafka_rows = (
-        reader.option("assign", json.dumps({source.topic: [p for p, _, _ in wanted]}))
-        .option("startingOffsets", json.dumps({source.topic: {str(p): s for p, s, _ in wanted}}))
-        .option("endingOffsets", json.dumps({source.topic: {str(p): e for p, _, e in wanted}}))
-        .option("failOnDataLoss", "false")
-        .load()
-    )
+
+    def load(isolation_level: str) -> DataFrame:
+        reader = spark.read.format("kafka")
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        return (
+            reader.option("kafka.isolation.level", isolation_level)
+            .option("assign", json.dumps({source.topic: [p for p, _, _ in wanted]}))
+            .option("startingOffsets", json.dumps({source.topic: {str(p): s for p, s, _ in wanted}}))
+            .option("endingOffsets", json.dumps({source.topic: {str(p): e for p, _, e in wanted}}))
+            .option("failOnDataLoss", "false")
+            .load()
+        )
+
+    visible = load("read_committed").select("partition", "offset", F.lit(True).alias("_visible"))
+    kafka_rows = load("read_uncommitted").join(visible, on=["partition", "offset"], how="left")
     return kafka_rows.select(
         F.lit(source.cluster).alias("cluster"),
         F.col("partition").cast("int").alias("partition"),
@@ -157,7 +172,7 @@ def read_kafka(
         "value",
         F.lit(None).cast("long").alias("producer_id"),
         F.lit(None).cast("short").alias("producer_epoch"),
-        F.lit(None).cast("boolean").alias("is_transactional"),
+        F.when(F.col("_visible").isNull(), F.lit(True)).cast("boolean").alias("is_transactional"),
         F.lit(False).alias("is_control"),
         F.lit(None).cast("string").alias("control_type"),
         F.lit(None).cast("long").alias("batch_base_offset"),

@@ -31,7 +31,8 @@ RAW_OFFSETS = TableSpec(
             column(
                 "is_transactional",
                 T.BooleanType(),
-                "Batch is transactional (TxnOffsetCommit); null when the source cannot tell (Kafka source).",
+                "Batch is transactional (TxnOffsetCommit). Read from Kafka: true only for records of aborted "
+                "transactions (absent from a read_committed read), null for every other record.",
             ),
             column("is_control", T.BooleanType(), "Control record (transaction marker, ...).", False),
             column("control_type", T.StringType(), "COMMIT / ABORT / ... for a control record, else null."),
