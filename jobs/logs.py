@@ -46,12 +46,12 @@ import datetime as dt
 import glob
 import gzip
 import hashlib
-import operator
 import os
 import re
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -486,56 +486,65 @@ SCAN_COLUMNS = T.StructType(
 UNPARSED_LINES_KEPT = 5
 
 
+#: Entries classified together: the fast path works column-wise, so larger batches cost less per entry.
+CLASSIFY_BATCH = 32768
+
+
 def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[Any]], Iterable[Any]]:
     def scan_partition(batches: Iterable[Any]) -> Iterator[Any]:
+        import numpy as np
         import pyarrow as pa
+        import pyarrow.compute as pc
 
-        from coordinator_core.logs import classify_log_entry
+        from coordinator_core.logs.bulk import classify_log_entries
         from coordinator_core.logs.envelope import zone_of
 
         arrow_schema = to_arrow_schema(SCAN_COLUMNS, timestamp_utc=True, prefers_large_types=False)
         event_names = [f.name for f in _EVENT_FIELDS]
-        event_values = operator.attrgetter(*event_names)
-        no_event = (None,) * len(event_names)
         constant_names = [f.name for f in _FILE_COLUMNS.fields][:6]
         counter_of_status = {"event": "events", "known_non_event": "known_non_events", "unparsed": "unparsed",
                              "unparsed_below_info": "unparsed_below_info"}
 
-        def batch_of(columns: dict[str, list[Any]], rows: int, constants: dict[str, Any]) -> Any:
+        def batch_of(columns: dict[str, Any], rows: int, constants: dict[str, Any]) -> Any:
             arrays = []
             for arrow_field in arrow_schema:
                 values = columns.get(arrow_field.name)
                 if values is None:
-                    values = [constants.get(arrow_field.name)] * rows
-                arrays.append(pa.array(values, arrow_field.type))
+                    values = pa.repeat(pa.scalar(constants.get(arrow_field.name), arrow_field.type), rows)
+                elif not isinstance(values, pa.Array):
+                    values = pa.array(values, arrow_field.type)
+                arrays.append(values.cast(arrow_field.type))
             return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
         def classified(
-            blocks: Iterator[tuple[list[int], list[int], list[str]]],
+            numbers: list[int],
+            counts: list[int],
+            texts: list[str],
             file: dict[str, Any],
             counters: dict[str, int],
             unparsed_lines: list[int],
-        ) -> Iterator[Any]:
+        ) -> Any:
+            """One batch of archived entries, classified column-wise (coordinator_core.logs.bulk)."""
             zone = zone_of(file["source_zone"])
-            constants = {name: file[name] for name in constant_names}
-            for numbers, counts, texts in blocks:
-                statuses: list[str] = []
-                event_rows: list[tuple[Any, ...]] = []
-                for number, text in zip(numbers, texts, strict=True):
-                    outcome = classify_log_entry(text, source_zone=zone, broker_id=file["source_broker_id"])
-                    statuses.append(outcome.status)
-                    event_rows.append(no_event if outcome.event is None else event_values(outcome.event))
-                    if outcome.status in counter_of_status:
-                        counters[counter_of_status[outcome.status]] += 1
-                    if outcome.status == "unparsed" and len(unparsed_lines) < UNPARSED_LINES_KEPT:
-                        unparsed_lines.append(number)
-                counters["archived_entries"] += len(numbers)
-                fields = dict(zip(event_names, map(list, zip(*event_rows, strict=True)), strict=True))
-                yield batch_of(
-                    {"row_kind": ["entry"] * len(numbers), "line_number": numbers, "line_count": counts,
-                     "text": texts, "status": statuses, **fields},
-                    len(numbers), constants,
-                )
+            text_array = pa.array(texts, pa.string())
+            outcome = classify_log_entries(text_array, source_zone=zone, broker_id=file["source_broker_id"])
+            status = outcome.column("status")
+            for value, count in zip(*pc.value_counts(status).flatten(), strict=True):
+                if value.as_py() in counter_of_status:
+                    counters[counter_of_status[value.as_py()]] += count.as_py()
+            if len(unparsed_lines) < UNPARSED_LINES_KEPT:
+                unparsed = np.flatnonzero(pc.equal(status, "unparsed").to_numpy(zero_copy_only=False))
+                unparsed_lines.extend(numbers[i] for i in unparsed[: UNPARSED_LINES_KEPT - len(unparsed_lines)])
+            counters["archived_entries"] += len(numbers)
+            is_event = pc.equal(status, "event")
+            events = {name: outcome.column(name) for name in event_names}
+            # a known non-event keeps its line kind in the outcome; the scan rows carry it for events only
+            events["line_kind"] = pc.if_else(is_event, events["line_kind"], pa.scalar(None, pa.string()))
+            return batch_of(
+                {"row_kind": pa.repeat(pa.scalar("entry"), len(numbers)), "line_number": pa.array(numbers, pa.int64()),
+                 "line_count": pa.array(counts, pa.int32()), "text": text_array, "status": status, **events},
+                len(numbers), {name: file[name] for name in constant_names},
+            )
 
         for files in batches:
             for file in files.to_pylist():
@@ -549,11 +558,22 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[An
                                        block_bytes=block_bytes)
                 )
                 read_error: str | None = None
+                numbers: list[int] = []
+                counts: list[int] = []
+                texts: list[str] = []
                 try:
-                    yield from classified(blocks, file, counters, unparsed_lines)
+                    for block_numbers, block_counts, block_texts in blocks:
+                        numbers += block_numbers
+                        counts += block_counts
+                        texts += block_texts
+                        if len(numbers) >= CLASSIFY_BATCH:
+                            yield classified(numbers, counts, texts, file, counters, unparsed_lines)
+                            numbers, counts, texts = [], [], []
                 except (OSError, EOFError, zlib.error) as error:  # vanished, unreadable or truncated file
-                    # What was read before stays read: `scan` only ever covers entries already yielded.
+                    # What was read before stays read: `scan` only ever covers entries already handed over.
                     read_error = f"{type(error).__name__}: {error}"
+                if numbers:
+                    yield classified(numbers, counts, texts, file, counters, unparsed_lines)
                 counters["entries"] = scan.entries
                 yield batch_of(
                     {"row_kind": ["file"], "first_line": [scan.first_line], "last_line": [scan.last_line],
@@ -695,15 +715,24 @@ def run_logs(
         StorageLevel.MEMORY_AND_DISK
     )
     try:
-        tables.append(RAW_LOG_LINES, raw_log_line_rows(scanned, run_id, started_at))
-        tables.append(COORDINATOR_EVENTS, coordinator_event_rows(scanned, run_id))
-        tables.append(LOG_FILE_READS, log_file_read_rows(scanned, run_id, started_at))
+        # The file rows (one per file) first: this job runs the scan once and fills the cache.
         per_file = {
             (r["cluster"], r["file_id"]): r.asDict()
             for r in scanned.where(F.col("row_kind") == "file").select(
                 "cluster", "file_id", "first_line", "last_line", *_FILE_COUNTERS, "unparsed_lines", "read_error"
             ).collect()
         }
+        # Two independent tables, appended at the same time from the cache: each append is a short job
+        # followed by a commit on the driver, so together they keep both cores busy. The positions
+        # (log_file_reads) are written last, only once both are committed.
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="logs-append") as pool:
+            appends = [
+                pool.submit(tables.append, RAW_LOG_LINES, raw_log_line_rows(scanned, run_id, started_at)),
+                pool.submit(tables.append, COORDINATOR_EVENTS, coordinator_event_rows(scanned, run_id)),
+            ]
+            for append in appends:
+                append.result()
+        tables.append(LOG_FILE_READS, log_file_read_rows(scanned, run_id, started_at))
     finally:
         scanned.unpersist()
     result = LogsResult()
