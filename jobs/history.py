@@ -93,14 +93,19 @@ def group_events(tables: Tables, groups: DataFrame) -> DataFrame:
 def _records(pdf: pd.DataFrame) -> list[Any]:
     from coordinator_core import DecodeError, GroupRecord, decode_record
 
+    pdf = pdf.sort_values("offset")
     out = []
-    for row in pdf.sort_values("offset").itertuples(index=False):
+    # Column lists, not itertuples: this runs once per archived record of every recomputed group.
+    for offset, ts, key, value, outcome in zip(
+        pdf["offset"].tolist(), pdf["timestamp_ms"].tolist(), pdf["key"].tolist(), pdf["value"].tolist(),
+        pdf["transaction_outcome"].tolist(), strict=True,
+    ):
         try:
-            rec = decode_record(bytes(row.key), None if row.value is None else bytes(row.value))
+            rec = decode_record(bytes(key), None if value is None else bytes(value))
         except DecodeError:
             continue  # already quarantined in decode_errors by the decode stage
-        ts = None if pd.isna(row.timestamp_ms) else int(row.timestamp_ms)
-        out.append(GroupRecord(int(row.offset), ts, rec, row.transaction_outcome))
+        ts = None if ts is None or ts != ts else int(ts)  # null timestamps arrive as None or NaN
+        out.append(GroupRecord(int(offset), ts, rec, outcome if isinstance(outcome, str) else None))
     return out
 
 
@@ -110,6 +115,8 @@ _EVENT_FIELDS: tuple[str, ...] = ()
 def _events(pdf: pd.DataFrame) -> list[Any]:
     from coordinator_core import CoordinatorEvent
 
+    if pdf.empty:
+        return []
     global _EVENT_FIELDS
     if not _EVENT_FIELDS:
         _EVENT_FIELDS = tuple(f.name for f in dataclasses.fields(CoordinatorEvent))
@@ -240,7 +247,10 @@ def generation_rows(records: DataFrame, events: DataFrame,
                     topic_names: Mapping[str, Mapping[str, str]] | None = None) -> DataFrame:
     """One row per generation of each group; `topic_names` (cluster -> topic id -> name) names KIP-848
     partitions whose topic the group's own records do not name."""
-    return (records.groupBy(*GROUP_KEY).cogroup(events.groupBy(*GROUP_KEY))
+    # Offset commits (~all records) carry nothing group_history reads except v4 topic ids, which
+    # `topic_names` has cluster-wide: they stay in the JVM.
+    not_commits = records.where(~F.substring("key", 1, 2).isin(F.unhex(F.lit("0000")), F.unhex(F.lit("0001"))))
+    return (not_commits.groupBy(*GROUP_KEY).cogroup(events.groupBy(*GROUP_KEY))
             .applyInPandas(_generations_fn(topic_names or {}), schema=GROUP_GENERATIONS.schema)
             .select(*GROUP_GENERATIONS.column_names))
 
