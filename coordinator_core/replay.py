@@ -41,7 +41,10 @@ TopicPartition = tuple[str, int]
 
 #: Client versions whose assignor revisions differ in results, newest first: tried in turn to explain a
 #: mismatch with the newest one (see coordinator_core.assignors.sticky_revision and range.py).
-EXPLAINING_VERSIONS: tuple[str, ...] = ("4.4.0", "3.7.0", "3.5.1", "3.5.0", "3.4.1", "3.4.0", "3.3.2")
+EXPLAINING_VERSIONS: tuple[str, ...] = (
+    "4.4.0", "3.7.0", "3.5.1", "3.5.0", "3.4.1", "3.4.0", "3.3.2",  # sticky 3.x revisions, rack-aware range
+    "2.8.2", "2.6.3", "2.5.0", "2.3.1", "2.2.2", "2.0.1",  # sticky before 3.0; range/roundrobin before 2.4
+)
 
 #: Protocols whose rebalances revoke only the partitions that move (KIP-429); the rest revoke everything.
 COOPERATIVE_PROTOCOLS = frozenset({"cooperative-sticky"})
