@@ -12,7 +12,7 @@ is reproduced (`javaisms.JavaHashMap`): it decides which members keep `maxQuota`
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from coordinator_core.assignors._common import replica_racks, topics_in_java_order, use_rack_aware_assignment
@@ -507,7 +507,94 @@ class _PartitionMovements:
         return first
 
 
-class _GeneralBuilder:
+class _GeneralBalancing:
+    """What the general algorithm keeps doing the same in every revision (`GeneralAssignmentBuilder` from
+    3.0 and the partition-level `generalAssign` of 2.3-2.8, see sticky_before_3_0): the current assignment
+    with its owner map and the members sorted by load, giving a partition to a member, moving one (back
+    along a recorded movement where there is one), and `balance`'s reassignment rounds, which set aside the
+    members that cannot take part and are undone when they do not improve the balance score.
+
+    A subclass sets the four attributes and says whether the assignment is balanced, whether a member can
+    take part, and what `performReassignments` does with one partition.
+    """
+
+    current: dict[str, list[TopicPartition]]
+    owner: dict[TopicPartition, str]
+    sorted_members: _SortedMembers
+    movements: _PartitionMovements
+
+    def _is_balanced(self) -> bool:
+        raise NotImplementedError
+
+    def _can_participate(self, consumer: str) -> bool:
+        raise NotImplementedError
+
+    def _reassign_step(self, tp: TopicPartition) -> bool:
+        """One partition's turn in `performReassignments`: moves it (at most once) when it should move;
+        returns whether it did."""
+        raise NotImplementedError
+
+    def _assign_to(self, tp: TopicPartition, consumer: str) -> None:
+        self.sorted_members.remove(len(self.current[consumer]), consumer)
+        self.current[consumer].append(tp)
+        self.owner[tp] = consumer
+        self.sorted_members.add(len(self.current[consumer]), consumer)
+
+    def _reassign_participants(
+        self,
+        consumers: Iterable[str],
+        initializing: bool,
+        first_pass: list[TopicPartition] | None,
+        partitions: list[TopicPartition],
+    ) -> None:
+        """The end of `balance`: members (of `consumers`) that cannot take part are set aside, then the
+        reassignments run (over `first_pass` first, when given, then over `partitions`) and are undone
+        when they do not lower the balance score (unless initializing); the set-aside members come back."""
+        fixed: dict[str, list[TopicPartition]] = {}
+        for consumer in consumers:
+            if not self._can_participate(consumer):
+                self.sorted_members.remove(len(self.current[consumer]), consumer)
+                fixed[consumer] = self.current.pop(consumer)
+
+        snapshot = {c: list(ps) for c, ps in self.current.items()}
+        owner_snapshot = dict(self.owner)
+        if first_pass is not None:
+            self._perform_reassignments(first_pass)
+        reassigned = self._perform_reassignments(partitions)
+        if not initializing and reassigned and _balance_score(self.current) >= _balance_score(snapshot):
+            self.current.clear()
+            self.current.update(snapshot)
+            self.owner = owner_snapshot
+        for consumer, ps in fixed.items():
+            self.current[consumer] = ps
+            self.sorted_members.add(len(ps), consumer)
+
+    def _perform_reassignments(self, partitions: list[TopicPartition]) -> bool:
+        performed = False
+        while True:
+            modified = False
+            for tp in partitions:
+                if self._is_balanced():
+                    break
+                if self._reassign_step(tp):
+                    performed = modified = True
+            if not modified:
+                return performed
+
+    def _reassign(self, tp: TopicPartition, new: str) -> None:
+        actual = self.movements.actual_partition_to_move(tp, self.owner[tp], new)
+        old = self.owner[actual]
+        self.sorted_members.remove(len(self.current[old]), old)
+        self.sorted_members.remove(len(self.current[new]), new)
+        self.movements.move(actual, old, new)
+        self.current[old].remove(actual)
+        self.current[new].append(actual)
+        self.owner[actual] = new
+        self.sorted_members.add(len(self.current[new]), new)
+        self.sorted_members.add(len(self.current[old]), old)
+
+
+class _GeneralBuilder(_GeneralBalancing):
     """`GeneralAssignmentBuilder` (3.0+): members subscribe to different topics."""
 
     def __init__(
@@ -552,17 +639,18 @@ class _GeneralBuilder:
         self.sorted_members = _SortedMembers()
         self.movements = _PartitionMovements()
         self.revocation_required = False
+        self.previous: dict[TopicPartition, tuple[str, int]] = {}
 
     def _partition_sort_key(self, tp: TopicPartition) -> tuple[int, str, int]:
         return (len(self.topic_consumers[tp[0]]), java_string_sort_key(tp[0]), tp[1])
 
     def build(self) -> Assignment:
-        previous = self._previous_assignment()
+        self.previous = self._previous_assignment()
         assigned = self._assign_owned()
         unassigned = self._unassigned(assigned)
         for c in self.current:
             self.sorted_members.add(len(self.current[c]), c)
-        self._balance(previous, unassigned)
+        self._balance(unassigned)
         return self.current
 
     def _previous_assignment(self) -> dict[TopicPartition, tuple[str, int]]:
@@ -647,14 +735,11 @@ class _GeneralBuilder:
             if tp[0] in self.consumer_topics[consumer] and not (
                 use_racks and self.rack_info.racks_mismatch(consumer, tp)
             ):
-                self.sorted_members.remove(len(self.current[consumer]), consumer)
-                self.current[consumer].append(tp)
-                self.owner[tp] = consumer
-                self.sorted_members.add(len(self.current[consumer]), consumer)
+                self._assign_to(tp, consumer)
                 return True
         return False
 
-    def _balance(self, previous: dict[TopicPartition, tuple[str, int]], unassigned: list[TopicPartition]) -> None:
+    def _balance(self, unassigned: list[TopicPartition]) -> None:
         initializing = not self.current[self.sorted_members.last()]
         to_assign = unassigned
         if self.rack_info.consumer_racks:
@@ -670,24 +755,8 @@ class _GeneralBuilder:
             same = unassigned is self.all_partitions
             self.all_partitions = [tp for tp in self.all_partitions if tp[0] not in fixed_topics]
             unassigned = self.all_partitions if same else [tp for tp in unassigned if tp[0] not in fixed_topics]
-        fixed: dict[str, list[TopicPartition]] = {}
-        for consumer in self.consumer_topics:
-            if not self._can_participate(consumer):
-                self.sorted_members.remove(len(self.current[consumer]), consumer)
-                fixed[consumer] = self.current.pop(consumer)
-
-        snapshot = {c: list(ps) for c, ps in self.current.items()}
-        owner_snapshot = dict(self.owner)
-        if not self.revocation_required:
-            self._perform_reassignments(unassigned, previous)
-        reassigned = self._perform_reassignments(self.all_partitions, previous)
-        if not initializing and reassigned and _balance_score(self.current) >= _balance_score(snapshot):
-            self.current.clear()
-            self.current.update(snapshot)
-            self.owner = owner_snapshot
-        for consumer, ps in fixed.items():
-            self.current[consumer] = ps
-            self.sorted_members.add(len(ps), consumer)
+        first_pass = None if self.revocation_required else unassigned
+        self._reassign_participants(self.consumer_topics, initializing, first_pass, self.all_partitions)
 
     def _can_participate(self, consumer: str) -> bool:
         partitions = self.current[consumer]
@@ -695,67 +764,39 @@ class _GeneralBuilder:
             return True
         return any(len(self.topic_consumers[tp[0]]) >= 2 for tp in partitions)
 
-    def _perform_reassignments(
-        self, partitions: list[TopicPartition], previous: dict[TopicPartition, tuple[str, int]]
-    ) -> bool:
-        performed = False
+    def _reassign_step(self, tp: TopicPartition) -> bool:
         rack = self.rack_info
-        while True:
-            modified = False
-            for tp in partitions:
-                if self._is_balanced():
-                    break
-                consumer = self.owner[tp]
-                size = len(self.current[consumer])
-                prev = previous.get(tp)
-                if prev is not None and prev[0] not in self.current:
-                    # Kafka dereferences currentAssignment.get(previous owner), null for a member set aside
-                    # as unable to participate: the assignment fails with a NullPointerException
-                    raise AssignorError(f"NullPointerException: previous owner {prev[0]} of {tp} is not balanced")
-                if prev is not None and size > len(self.current[prev[0]]) + 1:
-                    self._reassign(tp, prev[0])
-                    performed = modified = True
+        consumer = self.owner[tp]
+        size = len(self.current[consumer])
+        prev = self.previous.get(tp)
+        if prev is not None and prev[0] not in self.current:
+            # Kafka dereferences currentAssignment.get(previous owner), null for a member set aside
+            # as unable to participate: the assignment fails with a NullPointerException
+            raise AssignorError(f"NullPointerException: previous owner {prev[0]} of {tp} is not balanced")
+        if prev is not None and size > len(self.current[prev[0]]) + 1:
+            self._reassign(tp, prev[0])
+            return True
+        consumer_rack = rack.consumer_racks.get(consumer)
+        partition_racks = rack.partition_racks.get(tp, frozenset())
+        if consumer_rack is not None and partition_racks and consumer_rack in partition_racks:
+            for other in self.topic_consumers[tp[0]]:
+                other_rack = rack.consumer_racks.get(other)
+                if other_rack is None or other_rack not in partition_racks:
                     continue
-                found_rack_consumer = False
-                consumer_rack = rack.consumer_racks.get(consumer)
-                partition_racks = rack.partition_racks.get(tp, frozenset())
-                if consumer_rack is not None and partition_racks and consumer_rack in partition_racks:
-                    for other in self.topic_consumers[tp[0]]:
-                        other_rack = rack.consumer_racks.get(other)
-                        if other_rack is None or other_rack not in partition_racks:
-                            continue
-                        if size > len(self.current[other]) + 1:
-                            self._reassign(tp, self._least_loaded_subscriber(tp[0]))
-                            performed = modified = found_rack_consumer = True
-                            break
-                if not found_rack_consumer:
-                    for other in self.topic_consumers[tp[0]]:
-                        if size > len(self.current[other]) + 1:
-                            self._reassign(tp, self._least_loaded_subscriber(tp[0]))
-                            performed = modified = True
-                            break
-            if not modified:
-                return performed
+                if size > len(self.current[other]) + 1:
+                    self._reassign(tp, self._least_loaded_subscriber(tp[0]))
+                    return True
+        for other in self.topic_consumers[tp[0]]:
+            if size > len(self.current[other]) + 1:
+                self._reassign(tp, self._least_loaded_subscriber(tp[0]))
+                return True
+        return False
 
     def _least_loaded_subscriber(self, topic: str) -> str:
         for member in self.sorted_members.members():
             if topic in self.consumer_topics[member]:
                 return member
         raise AssignorError(f"no member subscribed to {topic}")
-
-    def _reassign(self, tp: TopicPartition, new: str) -> None:
-        old = self.owner[tp]
-        actual = self.movements.actual_partition_to_move(tp, old, new)
-        old = self.owner[actual]
-        self.sorted_members.remove(len(self.current[old]), old)
-        self.sorted_members.remove(len(self.current[new]), new)
-        self.movements.move(actual, old, new)
-        self.current[old].remove(actual)
-        self.current[new].append(actual)
-        self.owner[actual] = new
-        self.sorted_members.add(len(self.current[new]), new)
-        self.sorted_members.add(len(self.current[old]), old)
-
 
 def _balance_score(assignment: Mapping[str, list[TopicPartition]]) -> int:
     sizes = sorted(len(ps) for ps in assignment.values())
@@ -815,6 +856,18 @@ def assign_sticky(
         )
         result = general.build()
         transferring = None
+    return _member_assignments(subscriptions, result, cooperative, transferring)
+
+
+def _member_assignments(
+    subscriptions: Sequence[MemberSubscription],
+    result: Assignment,
+    cooperative: bool,
+    transferring: dict[TopicPartition, str] | None,
+) -> Assignment:
+    """Each member's partitions, in subscription order (a member the assignment left out gets none);
+    ``cooperative-sticky`` withholds the partitions transferring ownership (`transferring`, or when None
+    computed from the members' owned partitions), to assign them in the next rebalance."""
     if cooperative:
         if transferring is None:
             transferring = _partitions_transferring_ownership(subscriptions, result)

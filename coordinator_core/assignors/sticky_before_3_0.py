@@ -46,9 +46,9 @@ from coordinator_core.assignors._model import (
     topic_partition_sort_key,
 )
 from coordinator_core.assignors.sticky import (
-    _balance_score,
+    _GeneralBalancing,
+    _member_assignments,
     _PartitionMovements,
-    _partitions_transferring_ownership,
     _remove_first,
     _SortedMembers,
 )
@@ -275,7 +275,7 @@ def _constrained_assign(
 # --------------------------------------------------------------------------------------------------------
 
 
-class _GeneralAssignment:
+class _GeneralAssignment(_GeneralBalancing):
     """`AbstractStickyAssignor.generalAssign` (2.4-2.8) / `StickyAssignor.assign` (2.3), partition level."""
 
     def __init__(
@@ -413,23 +413,8 @@ class _GeneralAssignment:
             sorted_partitions = [tp for tp in sorted_partitions if tp not in fixed_partitions]
             if self.revision.revocation_pass:
                 unassigned = [tp for tp in unassigned if tp not in fixed_partitions]
-        fixed: dict[str, list[TopicPartition]] = {}
-        for consumer in self.consumer_partitions:
-            if not self._can_participate(consumer):
-                self.sorted_members.remove(len(self.current[consumer]), consumer)
-                fixed[consumer] = self.current.pop(consumer)
-
-        snapshot = {c: list(ps) for c, ps in self.current.items()}
-        owner_snapshot = dict(self.owner)
-        if self.revision.revocation_pass and not revocation_required:
-            self._perform_reassignments(unassigned)
-        reassigned = self._perform_reassignments(sorted_partitions)
-        if not initializing and reassigned and _balance_score(self.current) >= _balance_score(snapshot):
-            for consumer, partitions in snapshot.items():
-                self.current[consumer] = partitions
-            self.owner = owner_snapshot
-        for consumer, partitions in fixed.items():
-            self.current[consumer] = partitions
+        first_pass = unassigned if self.revision.revocation_pass and not revocation_required else None
+        self._reassign_participants(self.consumer_partitions, initializing, first_pass, sorted_partitions)
 
     def _can_participate(self, consumer: str) -> bool:
         partitions = self.current[consumer]
@@ -440,10 +425,7 @@ class _GeneralAssignment:
     def _assign_to_least_loaded(self, tp: TopicPartition) -> None:
         for consumer in self.sorted_members.members():
             if tp[0] in self.consumer_topics[consumer]:
-                self.sorted_members.remove(len(self.current[consumer]), consumer)
-                self.current[consumer].append(tp)
-                self.owner[tp] = consumer
-                self.sorted_members.add(len(self.current[consumer]), consumer)
+                self._assign_to(tp, consumer)
                 return
 
     def _is_balanced(self) -> bool:
@@ -463,48 +445,27 @@ class _GeneralAssignment:
                     return False
         return True
 
-    def _perform_reassignments(self, partitions: list[TopicPartition]) -> bool:
-        performed = False
-        while True:
-            modified = False
-            for tp in partitions:
-                if self._is_balanced():
-                    break
-                consumer = self.owner[tp]
-                size = len(self.current[consumer])
-                previous = self.previous.get(tp)
-                if previous is not None:
-                    if previous not in self.current:
-                        # Kafka dereferences currentAssignment.get(previous owner), null for a member set
-                        # aside as unable to participate: the assignment fails
-                        raise AssignorError(f"NullPointerException: previous owner {previous} of {tp} is set aside")
-                    if size > len(self.current[previous]) + 1:
-                        self._reassign(tp, previous)
-                        performed = modified = True
-                        continue
-                if any(size > len(self.current[other]) + 1 for other in self.partition_consumers[tp]):
-                    self._reassign(tp, self._least_loaded_subscriber(tp))
-                    performed = modified = True
-            if not modified:
-                return performed
+    def _reassign_step(self, tp: TopicPartition) -> bool:
+        size = len(self.current[self.owner[tp]])
+        previous = self.previous.get(tp)
+        if previous is not None:
+            if previous not in self.current:
+                # Kafka dereferences currentAssignment.get(previous owner), null for a member set
+                # aside as unable to participate: the assignment fails
+                raise AssignorError(f"NullPointerException: previous owner {previous} of {tp} is set aside")
+            if size > len(self.current[previous]) + 1:
+                self._reassign(tp, previous)
+                return True
+        if any(size > len(self.current[other]) + 1 for other in self.partition_consumers[tp]):
+            self._reassign(tp, self._least_loaded_subscriber(tp))
+            return True
+        return False
 
     def _least_loaded_subscriber(self, tp: TopicPartition) -> str:
         for member in self.sorted_members.members():
             if tp[0] in self.consumer_topics[member]:
                 return member
         raise AssignorError(f"no member can take {tp}")
-
-    def _reassign(self, tp: TopicPartition, new: str) -> None:
-        actual = self.movements.actual_partition_to_move(tp, self.owner[tp], new)
-        old = self.owner[actual]
-        self.sorted_members.remove(len(self.current[old]), old)
-        self.sorted_members.remove(len(self.current[new]), new)
-        self.movements.move(actual, old, new)
-        self.current[old].remove(actual)
-        self.current[new].append(actual)
-        self.owner[actual] = new
-        self.sorted_members.add(len(self.current[new]), new)
-        self.sorted_members.add(len(self.current[old]), old)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -613,21 +574,13 @@ class _GeneralAssignmentBefore2_3(_GeneralAssignment):
                     return False
         return True
 
-    def _perform_reassignments(self, partitions: list[TopicPartition]) -> bool:
-        performed = False
-        while True:
-            modified = False
-            for tp in partitions:
-                if self._is_balanced():
-                    break
-                size = len(self._assigned(self.owner.get(tp)))
-                for other in self.partition_consumers[tp]:
-                    if size > len(self._assigned(other)) + 1:
-                        self._reassign(tp, self._least_loaded_subscriber(tp))
-                        performed = modified = True
-                        break
-            if not modified:
-                return performed
+    def _reassign_step(self, tp: TopicPartition) -> bool:
+        size = len(self._assigned(self.owner.get(tp)))
+        for other in self.partition_consumers[tp]:
+            if size > len(self._assigned(other)) + 1:
+                self._reassign(tp, self._least_loaded_subscriber(tp))
+                return True
+        return False
 
     def _reassign(self, tp: TopicPartition, new: str) -> None:
         actual = self.movements.actual_partition_to_move(tp, self._holder(tp), new)
@@ -684,7 +637,7 @@ def assign_sticky_before_3_0(
             raise ValueError("cooperative-sticky (2.4.0+) has no revision without generations")
         claims = _claims_before_2_3(members, counts)
         result = _GeneralAssignmentBefore2_3(counts, topics, members, claims, revision).build()
-        return {m.member_id: result.get(m.member_id, []) for m in subscriptions}
+        return _member_assignments(subscriptions, result, False, None)
     member_data = {m.member_id: _member_data(m, cooperative, revision) for m in members}
     transferring: dict[TopicPartition, str] | None = None
     equal: tuple[dict[str, list[TopicPartition]], set[TopicPartition]] | int = 0
@@ -695,12 +648,7 @@ def assign_sticky_before_3_0(
     else:
         general_data = _general_path_member_data(members, member_data, equal, cooperative, revision)
         result = _GeneralAssignment(counts, topics, members, general_data, revision).build()
-    if cooperative:
-        if transferring is None:
-            transferring = _partitions_transferring_ownership(subscriptions, result)
-        for tp, consumer in transferring.items():
-            _remove_first(result[consumer], tp)
-    return {m.member_id: result.get(m.member_id, []) for m in subscriptions}
+    return _member_assignments(subscriptions, result, cooperative, transferring)
 
 
 __all__ = ["StickyRevisionBefore3_0", "assign_sticky_before_3_0"]
