@@ -1,13 +1,8 @@
 package cgh.oracle;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.lang.reflect.Constructor;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -41,43 +36,7 @@ import org.apache.kafka.common.TopicPartition;
 public final class ClientAssignorOracle {
 
     public static void main(String[] args) throws Exception {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        PrintStream out = new PrintStream(System.out, false, "UTF-8");
-        String line;
-        while ((line = in.readLine()) != null) {
-            if (line.isEmpty()) continue;
-            @SuppressWarnings("unchecked")
-            Map<String, Object> c = (Map<String, Object>) Json.parse(line);
-            StringBuilder b = new StringBuilder();
-            b.append("{\"id\":").append(c.get("id"));
-            try {
-                Map<String, List<TopicPartition>> result = run(c);
-                b.append(",\"assignment\":{");
-                boolean first = true;
-                for (Map.Entry<String, List<TopicPartition>> e : result.entrySet()) {
-                    if (!first) b.append(',');
-                    first = false;
-                    Json.quote(b, e.getKey());
-                    b.append(":[");
-                    boolean f2 = true;
-                    for (TopicPartition tp : e.getValue()) {
-                        if (!f2) b.append(',');
-                        f2 = false;
-                        b.append('[');
-                        Json.quote(b, tp.topic());
-                        b.append(',').append(tp.partition()).append(']');
-                    }
-                    b.append(']');
-                }
-                b.append('}');
-            } catch (Exception e) {
-                b.append(",\"error\":");
-                Json.quote(b, e.getClass().getSimpleName() + ": " + e.getMessage());
-            }
-            b.append('}');
-            out.println(b);
-            out.flush();
-        }
+        Cases.serve((c, b) -> Cases.appendAssignment(b, run(c), TopicPartition::topic, TopicPartition::partition));
     }
 
     @SuppressWarnings("unchecked")
@@ -109,10 +68,8 @@ public final class ClientAssignorOracle {
         Map<String, Subscription> subscriptions = new HashMap<>();
         for (Object o : (List<Object>) c.get("members")) {
             Map<String, Object> m = (Map<String, Object>) o;
-            List<String> topics = new ArrayList<>();
-            for (Object t : (List<Object>) m.get("topics")) topics.add((String) t);
-            ByteBuffer userData = m.get("user_data") == null ? null
-                    : ByteBuffer.wrap(Base64.getDecoder().decode((String) m.get("user_data")));
+            List<String> topics = Cases.topics(m);
+            ByteBuffer userData = Cases.userData(m);
             List<TopicPartition> owned = new ArrayList<>();
             for (Object tp : (List<Object>) m.get("owned")) {
                 List<Object> pair = (List<Object>) tp;

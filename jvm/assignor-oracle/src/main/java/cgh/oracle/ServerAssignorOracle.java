@@ -1,10 +1,6 @@
 // oracle jar set requires: kafka-group-coordinator-4 kafka-metadata-4
 package cgh.oracle;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -52,26 +48,7 @@ import org.apache.kafka.timeline.SnapshotRegistry;
 public final class ServerAssignorOracle {
 
     public static void main(String[] args) throws Exception {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        PrintStream out = new PrintStream(System.out, false, "UTF-8");
-        String line;
-        while ((line = in.readLine()) != null) {
-            if (line.isEmpty()) continue;
-            @SuppressWarnings("unchecked")
-            Map<String, Object> c = (Map<String, Object>) Json.parse(line);
-            StringBuilder b = new StringBuilder();
-            b.append("{\"id\":").append(c.get("id"));
-            try {
-                run(c, b);
-            } catch (Exception e) {
-                b.setLength(0);
-                b.append("{\"id\":").append(c.get("id")).append(",\"error\":");
-                Json.quote(b, e.getClass().getSimpleName() + ": " + e.getMessage());
-            }
-            b.append('}');
-            out.println(b);
-            out.flush();
-        }
+        Cases.serve(ServerAssignorOracle::run);
     }
 
     @SuppressWarnings("unchecked")
@@ -98,10 +75,8 @@ public final class ServerAssignorOracle {
         for (Object o : (List<Object>) c.get("members")) {
             Map<String, Object> m = (Map<String, Object>) o;
             String memberId = (String) m.get("id");
-            List<String> topics = new ArrayList<>();
-            for (Object t : (List<Object>) m.get("topics")) topics.add((String) t);
             ConsumerGroupMember member = new ConsumerGroupMember.Builder(memberId)
-                    .setSubscribedTopicNames(topics)
+                    .setSubscribedTopicNames(Cases.topics(m))
                     .setInstanceId((String) m.get("instance"))
                     .setRackId((String) m.get("rack"))
                     .build();
