@@ -11,10 +11,12 @@ Scan (executors, one task per file, one `mapInArrow` pass): the file is read in 
 after the recorded position (or by counting lines when that offset cannot be trusted). Each block becomes
 one Arrow binary array of lines without any per-line Python object: line splitting with NumPy, entry heads
 and coordinator markers with Arrow's RE2 kernels over the whole block, multi-line entries grouped
-column-wise (heads -> segment bounds -> `reduceat`). Only the entries that look like coordinator entries
-(a marker in any of their lines: the broker log-context prefixes and the coordinator logger names, or a
-JSON-layout entry without a logger key) are turned into Python strings, and only those go through
-coordinator_core.classify_log_entry, in the same task. Files written by a container runtime (CRI, docker
+column-wise (heads -> segment bounds -> `reduceat`). The entries that look like coordinator entries (a
+marker in any of their lines: the broker log-context prefixes and the coordinator logger names, or a
+JSON-layout entry without a logger key) are cut out of the block as one Arrow string array, and batches
+of them are classified column-wise by coordinator_core.logs.bulk (RE2 over Arrow arrays, the catalogue
+indexed by literal prefix; the entries it cannot read exactly like the reference parser go through
+coordinator_core.classify_log_entry one by one), in the same task. Files written by a container runtime (CRI, docker
 json, compose/kubectl prefixes) go through coordinator_core's reference reader instead. The last entry of
 an active (not rotated) file is held back: its stack trace may still be being written; it is read when
 the file grows or once it is rotated.
@@ -35,8 +37,14 @@ log_file_reads is rolled back by the nightly job's recovery (all three tables ar
 Why not Spark's text source: on local[2] (load average ~5) the JVM text reader alone, with no filter and
 no write, read 620k lines/s over both cores; `contains` on the 16 markers brought it to 230k lines/s.
 The block scan (split, heads, markers, grouping, candidate texts) reads 450k-600k lines/s on ONE core
-under heavier load, and hands only the candidates to the parser without another serialization. What
-bounds the stage is coordinator_core's parser (~45 us per coordinator-looking entry).
+under heavier load, and hands only the candidates to the parser without another serialization.
+
+Where the time goes (4M benchmark lines, 5% coordinator lines, local[2]; CPU seconds per 1M-line file,
+one process, load average ~5-9 on the shared machine, so about 2-3x an idle core): the block scan ~1.0 s
+(the RE2 marker alternation over every line is half of it), the column-wise classification of its ~49k
+candidates ~0.5 s (it was ~2.9 s, ~58 us per entry, with classify_log_entry per entry). The rest of a run
+is Spark's: JVM start-up and code generation on a cold session, the three Delta appends (coordinator_events
+is the slowest: statistics on its first 32 columns) and the file-row collect.
 """
 
 from __future__ import annotations
@@ -297,6 +305,48 @@ def scan_log_file(
     exactly like `coordinator_core.iter_log_entries`: a line that is no entry head continues the entry
     before it, at most MAX_ENTRY_LINES lines per entry; lines end at \\n, trailing \\r removed.
     """
+    for numbers, counts, texts in scan_log_file_columns(path, scan, hold_back_last, all_entries=all_entries,
+                                                         block_bytes=block_bytes):
+        yield numbers.tolist(), counts.tolist(), texts.to_pylist()
+
+
+def _entry_texts(data: bytes, offsets: Any, starts: Any, chosen: Any) -> Any:
+    """The texts of the chosen complete entries of a block, as one Arrow string array (no per-entry
+    Python object): entry i spans lines starts[i] to starts[i + 1]; texts as `_entry_text` makes them."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    base = int(offsets[starts[0]])
+    bounds = (offsets[starts] - base).astype(np.int32)
+    segments = pa.Array.from_buffers(
+        pa.binary(), len(starts) - 1, [None, pa.py_buffer(bounds), pa.py_buffer(memoryview(data)[base:])]
+    )
+    entries = pc.binary_slice(segments.take(pa.array(chosen)), 0, -1)  # every complete entry ends in a newline
+    try:
+        texts = entries.cast(pa.string())
+    except pa.ArrowInvalid:  # not UTF-8: decoded with replacement characters, one by one
+        return pa.array([_entry_text(bytes(b) + b"\n") for b in entries.to_pylist()], pa.string())
+    carriage = pc.match_substring(entries, "\r").to_numpy(zero_copy_only=False)
+    if carriage.any():
+        rows = np.flatnonzero(carriage)
+        fixed = pa.array([_entry_text(entries[int(i)].as_py() + b"\n") for i in rows], pa.string())
+        position = np.full(len(texts), -1, np.int64)
+        position[rows] = np.arange(len(rows))
+        texts = pc.if_else(pa.array(carriage), pc.take(fixed, pa.array(position, mask=position < 0)), texts)
+    return texts
+
+
+def scan_log_file_columns(
+    path: str,
+    scan: FileScan,
+    hold_back_last: bool,
+    *,
+    all_entries: bool = False,
+    block_bytes: int = READ_BLOCK_BYTES,
+) -> Iterator[tuple[Any, Any, Any]]:
+    """`scan_log_file` with columns: (line numbers, line counts) as NumPy arrays, texts as an Arrow string
+    array, per block; what the scan task reads (no Python object per entry)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -355,9 +405,9 @@ def scan_log_file(
                     marked = pc.or_(marked, pc.and_(json_heads, pc.invert(pc.match_substring(lines, "logger"))))
                 flags = marked.to_numpy(zero_copy_only=False)
             starts = _segment_starts(heads, n, None if pending is None else pending.line_count, MAX_ENTRY_LINES)
-            numbers: list[int] = []
-            counts: list[int] = []
-            texts: list[str] = []
+            numbers: list[Any] = []
+            counts: list[Any] = []
+            texts: list[Any] = []
 
             prefix = int(starts[0]) if len(starts) else n
             if pending is not None and prefix:
@@ -370,18 +420,17 @@ def scan_log_file(
                 scan.entries += 1
                 scan.last_line, scan.end_byte = block_line - 1 + prefix, block_byte + int(offsets[prefix] - offsets[0])
                 if pending.candidate:
-                    numbers.append(pending.line_number)
-                    counts.append(pending.line_count)
-                    texts.append(_entry_text(b"".join(pending.chunks)))
+                    numbers.append(np.array([pending.line_number], np.int64))
+                    counts.append(np.array([pending.line_count], np.int64))
+                    texts.append(pa.array([_entry_text(b"".join(pending.chunks))], pa.string()))
             complete = starts[:-1]
             if len(complete):
                 lengths = np.diff(starts)
                 chosen = np.flatnonzero(np.logical_or.reduceat(flags, starts)[:-1])
-                for index in chosen.tolist():
-                    first = int(complete[index])
-                    numbers.append(block_line + first)
-                    counts.append(int(lengths[index]))
-                    texts.append(_entry_text(_piece(data, offsets, first, first + int(lengths[index]))))
+                if len(chosen):
+                    numbers.append(block_line + complete[chosen].astype(np.int64))
+                    counts.append(lengths[chosen].astype(np.int64))
+                    texts.append(_entry_texts(data, offsets, starts, chosen))
                 scan.entries += len(complete)
                 last = int(starts[-1])
                 scan.last_line, scan.end_byte = block_line + last - 1, block_byte + int(offsets[last] - offsets[0])
@@ -389,7 +438,7 @@ def scan_log_file(
             pending = _Pending(block_line + last, block_byte + int(offsets[last] - offsets[0]),
                                [_piece(data, offsets, last, n)], n - last, bool(flags[last:].any()))
             if numbers:
-                yield numbers, counts, texts
+                yield np.concatenate(numbers), np.concatenate(counts), pa.concat_arrays(texts)
             if not block:
                 break
     if pending is not None and not hold_back_last:
@@ -397,7 +446,8 @@ def scan_log_file(
         scan.last_line = pending.line_number + pending.line_count - 1
         scan.end_byte = pending.byte_offset + sum(len(c) for c in pending.chunks)
         if pending.candidate:
-            yield [pending.line_number], [pending.line_count], [_entry_text(b"".join(pending.chunks))]
+            yield (np.array([pending.line_number], np.int64), np.array([pending.line_count], np.int64),
+                   pa.array([_entry_text(b"".join(pending.chunks))], pa.string()))
 
 
 def _is_line_end(handle: Any, offset: int) -> bool:
@@ -516,17 +566,20 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[An
                 arrays.append(values.cast(arrow_field.type))
             return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
+        def joined(blocks: list[tuple[Any, Any, Any]]) -> tuple[Any, Any, Any]:
+            return (np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]),
+                    pa.concat_arrays([b[2] for b in blocks]))
+
         def classified(
-            numbers: list[int],
-            counts: list[int],
-            texts: list[str],
+            numbers: Any,
+            counts: Any,
+            text_array: Any,
             file: dict[str, Any],
             counters: dict[str, int],
             unparsed_lines: list[int],
         ) -> Any:
             """One batch of archived entries, classified column-wise (coordinator_core.logs.bulk)."""
             zone = zone_of(file["source_zone"])
-            text_array = pa.array(texts, pa.string())
             outcome = classify_log_entries(text_array, source_zone=zone, broker_id=file["source_broker_id"])
             status = outcome.column("status")
             for value, count in zip(*pc.value_counts(status).flatten(), strict=True):
@@ -534,7 +587,7 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[An
                     counters[counter_of_status[value.as_py()]] += count.as_py()
             if len(unparsed_lines) < UNPARSED_LINES_KEPT:
                 unparsed = np.flatnonzero(pc.equal(status, "unparsed").to_numpy(zero_copy_only=False))
-                unparsed_lines.extend(numbers[i] for i in unparsed[: UNPARSED_LINES_KEPT - len(unparsed_lines)])
+                unparsed_lines.extend(int(numbers[i]) for i in unparsed[: UNPARSED_LINES_KEPT - len(unparsed_lines)])
             counters["archived_entries"] += len(numbers)
             is_event = pc.equal(status, "event")
             events = {name: outcome.column(name) for name in event_names}
@@ -552,28 +605,28 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[An
                 counters = dict.fromkeys(_FILE_COUNTERS, 0)
                 unparsed_lines: list[int] = []
                 blocks = (
-                    scan_container_file(file["path"], scan, file["hold_back_last"], all_entries=all_entries)
+                    (
+                        (np.array(n, np.int64), np.array(c, np.int64), pa.array(t, pa.string()))
+                        for n, c, t in scan_container_file(file["path"], scan, file["hold_back_last"],
+                                                           all_entries=all_entries)
+                    )
                     if file["container_layout"]
-                    else scan_log_file(file["path"], scan, file["hold_back_last"], all_entries=all_entries,
-                                       block_bytes=block_bytes)
+                    else scan_log_file_columns(file["path"], scan, file["hold_back_last"], all_entries=all_entries,
+                                               block_bytes=block_bytes)
                 )
                 read_error: str | None = None
-                numbers: list[int] = []
-                counts: list[int] = []
-                texts: list[str] = []
+                pending: list[tuple[Any, Any, Any]] = []
                 try:
-                    for block_numbers, block_counts, block_texts in blocks:
-                        numbers += block_numbers
-                        counts += block_counts
-                        texts += block_texts
-                        if len(numbers) >= CLASSIFY_BATCH:
-                            yield classified(numbers, counts, texts, file, counters, unparsed_lines)
-                            numbers, counts, texts = [], [], []
+                    for block in blocks:
+                        pending.append(block)
+                        if sum(len(b[0]) for b in pending) >= CLASSIFY_BATCH:
+                            yield classified(*joined(pending), file, counters, unparsed_lines)
+                            pending = []
                 except (OSError, EOFError, zlib.error) as error:  # vanished, unreadable or truncated file
                     # What was read before stays read: `scan` only ever covers entries already handed over.
                     read_error = f"{type(error).__name__}: {error}"
-                if numbers:
-                    yield classified(numbers, counts, texts, file, counters, unparsed_lines)
+                if pending:
+                    yield classified(*joined(pending), file, counters, unparsed_lines)
                 counters["entries"] = scan.entries
                 yield batch_of(
                     {"row_kind": ["file"], "first_line": [scan.first_line], "last_line": [scan.last_line],
@@ -698,10 +751,14 @@ def run_logs(
     if not files:
         return LogsResult()
     ids = [f.file_id for f in files]
-    positions = {
-        (r["cluster"], r["file_id"]): (int(r["last_line"]), r["end_byte"])
-        for r in archived_positions(tables.read(LOG_FILE_READS).where(F.col("file_id").isin(ids))).collect()
-    }
+    positions: dict[tuple[str, str], tuple[int, int | None]] = {}
+    # Version 0 of a table is its creation (Tables.ensure), with no rows: nothing was read yet, and the
+    # query (a Spark job, the first Delta read of a fresh session) is skipped.
+    if tables.version(LOG_FILE_READS) > 0:
+        positions = {
+            (r["cluster"], r["file_id"]): (int(r["last_line"]), r["end_byte"])
+            for r in archived_positions(tables.read(LOG_FILE_READS).where(F.col("file_id").isin(ids))).collect()
+        }
     # Largest first: tasks start in partition order, so the longest scans do not come last.
     ordered = sorted(files, key=lambda f: -f.size)
     to_read = [
