@@ -9,6 +9,10 @@ stack traces, then times `run_logs` into fresh Delta tables. Lines/s counts phys
 1-minute load average is printed with each figure: the machine is shared, so a figure means little
 without it. `--data` keeps the generated files in DIR and reuses them when they are already there;
 `--archive-all` archives every entry in raw_log_lines instead of the coordinator-looking ones.
+
+Each figure also gives the CPU seconds the run used in this process tree (driver, JVM, Python workers;
+read from /proc on Linux), which the other users of a shared machine change far less than the wall
+time: on two cores, 1M lines/s for the 4M lines needs the stage to use at most 8 CPU seconds.
 """
 
 from __future__ import annotations
@@ -97,6 +101,34 @@ def generate(path: Path, lines: int, coordinator_share: float, seed: int) -> int
     return written
 
 
+def tree_cpu_seconds() -> float | None:
+    """CPU seconds (user + system, with reaped children) of this process and its descendants; None where
+    /proc is missing."""
+    try:
+        ticks = os.sysconf("SC_CLK_TCK")
+        parents: dict[int, int] = {}
+        used: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry)] = int(fields[1])
+            used[int(entry)] = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+    except (OSError, ValueError):
+        return None
+    tree, frontier = {os.getpid()}, [os.getpid()]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(used.get(pid, 0) for pid in tree) / ticks
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=4_000_000, help="physical lines in all files together")
@@ -140,16 +172,22 @@ def main(argv: list[str] | None = None) -> int:
             for spec in (RAW_LOG_LINES, COORDINATOR_EVENTS, LOG_FILE_READS):
                 tables.ensure(spec)  # table creation is not the stage's work
             load_before = os.getloadavg()[0]
+            cpu_before = tree_cpu_seconds()
             t0 = time.monotonic()
             result = run_logs(tables, sources, f"bench-run-{run}", dt.datetime(2024, 6, 2),
                               archive_all_entries=args.archive_all)
             seconds = time.monotonic() - t0
+            cpu_after = tree_cpu_seconds()
             print(result.format().splitlines()[0])
             rate = result.lines_read / seconds
             print(f"logs stage: {result.lines_read:,} lines in {seconds:.1f}s = {rate:,.0f} lines/s"
                   f" (local[2], {'every entry' if args.archive_all else 'coordinator entries'} archived,"
                   f" {result.events:,} events; load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after)",
                   flush=True)
+            if cpu_before is not None and cpu_after is not None:
+                cpu = cpu_after - cpu_before
+                print(f"  CPU: {cpu:.1f} s in the driver, JVM and Python workers"
+                      f" = {result.lines_read / cpu:,.0f} lines per CPU second", flush=True)
     finally:
         spark.stop()
         if not args.keep:
