@@ -45,10 +45,11 @@ one process, load average ~5-9 on the shared machine, so about 2-3x an idle core
 candidates ~0.5 s (it was ~2.9 s, ~58 us per entry, with classify_log_entry per entry). The rest is the
 JVM's, now about 70% of the CPU of a warm run (15 of 22 CPU seconds; cold runs add JIT and code generation):
 in a JFR profile, compressing the scan output into the columnar cache (dictionary and run-length statistics
-over every string column, the entry texts included) ~30%, Parquet encoding ~25%, row conversions ~15%,
+over every string column, the entry texts included) ~30%, Parquet encoding ~20%, row conversions ~15%,
 Delta's statistics on the first 32 columns of coordinator_events ~10% (that append takes twice as long as a
 plain Parquet write of the same rows). Caching the scan with `localCheckpoint` instead of `persist` measured
-27 -> 17 CPU seconds (warm), but a lost executor would then fail the run instead of re-reading its files.
+17 instead of 22-30 CPU seconds warm (27 instead of 37-43 cold), but a lost executor would then fail the
+run instead of re-reading its files.
 """
 
 from __future__ import annotations
