@@ -141,25 +141,116 @@ def _isna(v: Any) -> bool:
         return False
 
 
-def _frame(rows: Sequence[dict[str, Any]], spec: TableSpec, cluster: str) -> pd.DataFrame:
-    columns = [f.name for f in spec.schema.fields]
-    return pd.DataFrame([{**r, "cluster": cluster} for r in rows], columns=columns)
+def _frame(rows: Sequence[dict[str, Any]], spec: TableSpec) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=[f.name for f in spec.schema.fields])
+
+
+GroupRows = list[dict[str, Any]]
+
+
+def _bucketed(per_group: Callable[..., GroupRows], spec: TableSpec, cogrouped: bool) -> Callable[..., pd.DataFrame]:
+    """Run a per-group function over every group of one bucket (a hash slice of the groups).
+
+    applyInPandas per group costs milliseconds of Arrow and pandas set-up per group, more than the work
+    itself for most groups; one call per bucket pays it once. The inputs are split by (cluster, group_id)
+    here, each group's frames are passed to `per_group`, and all rows come back as one frame.
+    """
+    def run(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+        parts = [dict(iter(f.groupby(GROUP_KEY, sort=False))) if not f.empty else {} for f in frames]
+        keys = list(dict.fromkeys(k for p in parts for k in p))
+        rows: GroupRows = []
+        for key in keys:
+            rows.extend(per_group(*(p.get(key, f.iloc[0:0]) for p, f in zip(parts, frames, strict=True))))
+        return _frame(rows, spec)
+
+    # Spark checks the arity: one frame for applyInPandas, two for a cogroup.
+    if cogrouped:
+        return lambda left, right: run((left, right))
+    return lambda frame: run((frame,))
 
 
 def _generations_fn(topic_names: Mapping[str, Mapping[str, str]]
-                    ) -> Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]:
-    def run(records: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+                    ) -> Callable[[pd.DataFrame, pd.DataFrame], GroupRows]:
+    def run(records: pd.DataFrame, events: pd.DataFrame) -> GroupRows:
         from coordinator_core import group_history
 
         if records.empty and events.empty:
-            return _frame([], GROUP_GENERATIONS, "")
+            return []
         cluster = (records if not records.empty else events)["cluster"].iloc[0]
         group = (records if not records.empty else events)["group_id"].iloc[0]
         rows = group_history(_records(records), _events(events), group_id=group,
                              topic_names=topic_names.get(cluster))
-        return _frame([r.to_dict() for r in rows], GROUP_GENERATIONS, cluster)
+        return [{**r.to_dict(), "cluster": cluster} for r in rows]
 
     return run
+
+
+def _offset_events_fn(records: pd.DataFrame, events: pd.DataFrame) -> GroupRows:
+    from coordinator_core import offset_history
+
+    if records.empty:
+        return []
+    cluster, group = records["cluster"].iloc[0], records["group_id"].iloc[0]
+    rows = offset_history(_records(records), _events(events), group_id=group)
+    return [{**r.to_dict(), "cluster": cluster} for r in rows]
+
+
+def _partition_rows(partitions: Sequence[Any]) -> list[dict[str, Any]]:
+    return [{"topic": t, "partition": int(p)} for t, p in partitions]
+
+
+def _replay_fn(records: pd.DataFrame) -> GroupRows:
+    from coordinator_core import GroupMetadataValue, decode_record
+    from coordinator_core.replay import replay_generation
+
+    rows: list[dict[str, Any]] = []
+    cluster, group = records["cluster"].iloc[0], records["group_id"].iloc[0]
+    for row in records.sort_values("offset").itertuples(index=False):
+        if row.value is None or bytes(row.key)[:2] != b"\x00\x02":
+            continue
+        value = decode_record(bytes(row.key), bytes(row.value)).value
+        if not isinstance(value, GroupMetadataValue) or not value.members or value.protocol_type != "consumer":
+            continue
+        r = replay_generation(value)
+        common = {"cluster": cluster, "group_id": group, "generation": value.generation,
+                  "record_offset": int(row.offset), "assignor": value.protocol or "",
+                  "kafka_version": r.kafka_version, "status": r.status,
+                  "reason": r.reason, "detail": r.detail, "matching_version": r.matching_version,
+                  "partition_counts_inferred": r.partition_counts_inferred}
+        if not r.members:
+            rows.append({**common, "member_id": "", "recorded_partitions": None, "replayed_partitions": None,
+                         "missing_partitions": None, "extra_partitions": None, "match": None})
+        for m in r.members:
+            rows.append({**common, "member_id": m.member_id, "recorded_partitions": _partition_rows(m.recorded),
+                         "replayed_partitions": _partition_rows(m.replayed),
+                         "missing_partitions": _partition_rows(m.missing), "extra_partitions": _partition_rows(m.extra),
+                         "match": not m.missing and not m.extra})
+    return rows
+
+
+def _whatif_fn(records: pd.DataFrame) -> GroupRows:
+    from coordinator_core import group_history
+    from coordinator_core.replay import history_members, static_membership_counterfactual, whatif_history
+
+    cluster, group = records["cluster"].iloc[0], records["group_id"].iloc[0]
+    generations = [g for g in group_history(_records(records), (), group_id=group)
+                   if g.group_protocol == "classic" and g.outcome == "stable" and g.protocol_type == "consumer"]
+    rows: list[dict[str, Any]] = []
+    for static in (False, True):
+        history = history_members(generations)
+        if static:
+            history = static_membership_counterfactual(generations, history)
+        for assignor in WHATIF_ASSIGNORS:
+            for step in whatif_history(history, assignor):
+                rows.append({"cluster": cluster, "group_id": group, "generation": step.generation, "assignor": assignor,
+                             "static_membership": static, "members": step.members, "partitions": step.partitions,
+                             "partitions_moved": step.partitions_moved, "balance": step.balance,
+                             "paused_partitions": step.paused_partitions, "error": step.error})
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------
+# Transforms (DataFrame -> DataFrame) and the stage
 
 
 def cluster_topic_names(tables: Tables) -> dict[str, dict[str, str]]:
@@ -176,101 +267,53 @@ def cluster_topic_names(tables: Tables) -> dict[str, dict[str, str]]:
     return names
 
 
-def _offset_events_fn(records: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    from coordinator_core import offset_history
-
-    if records.empty:
-        return _frame([], OFFSET_EVENTS, "")
-    cluster, group = records["cluster"].iloc[0], records["group_id"].iloc[0]
-    rows = offset_history(_records(records), _events(events), group_id=group)
-    return _frame([r.to_dict() for r in rows], OFFSET_EVENTS, cluster)
+BUCKET = "_bucket"
+DEFAULT_BUCKETS = 16
+RECORDS_PER_BUCKET = 200_000
 
 
-def _partition_rows(partitions: Sequence[Any]) -> list[dict[str, Any]]:
-    return [{"topic": t, "partition": int(p)} for t, p in partitions]
+def _with_bucket(df: DataFrame, buckets: int) -> DataFrame:
+    return df.withColumn(BUCKET, F.pmod(F.xxhash64(*GROUP_KEY), F.lit(buckets)))
 
 
-def _replay_fn(records: pd.DataFrame) -> pd.DataFrame:
-    from coordinator_core import GroupMetadataValue, decode_record
-    from coordinator_core.replay import replay_generation
-
-    rows: list[dict[str, Any]] = []
-    cluster, group = records["cluster"].iloc[0], records["group_id"].iloc[0]
-    for row in records.sort_values("offset").itertuples(index=False):
-        if row.value is None or bytes(row.key)[:2] != b"\x00\x02":
-            continue
-        value = decode_record(bytes(row.key), bytes(row.value)).value
-        if not isinstance(value, GroupMetadataValue) or not value.members or value.protocol_type != "consumer":
-            continue
-        r = replay_generation(value)
-        common = {"group_id": group, "generation": value.generation, "record_offset": int(row.offset),
-                  "assignor": value.protocol or "", "kafka_version": r.kafka_version, "status": r.status,
-                  "reason": r.reason, "detail": r.detail, "matching_version": r.matching_version,
-                  "partition_counts_inferred": r.partition_counts_inferred}
-        if not r.members:
-            rows.append({**common, "member_id": "", "recorded_partitions": None, "replayed_partitions": None,
-                         "missing_partitions": None, "extra_partitions": None, "match": None})
-        for m in r.members:
-            rows.append({**common, "member_id": m.member_id, "recorded_partitions": _partition_rows(m.recorded),
-                         "replayed_partitions": _partition_rows(m.replayed),
-                         "missing_partitions": _partition_rows(m.missing), "extra_partitions": _partition_rows(m.extra),
-                         "match": not m.missing and not m.extra})
-    return _frame(rows, ASSIGNMENT_REPLAY, cluster)
-
-
-def _whatif_fn(records: pd.DataFrame) -> pd.DataFrame:
-    from coordinator_core import group_history
-    from coordinator_core.replay import history_members, static_membership_counterfactual, whatif_history
-
-    cluster, group = records["cluster"].iloc[0], records["group_id"].iloc[0]
-    generations = [g for g in group_history(_records(records), (), group_id=group)
-                   if g.group_protocol == "classic" and g.outcome == "stable" and g.protocol_type == "consumer"]
-    rows: list[dict[str, Any]] = []
-    for static in (False, True):
-        history = history_members(generations)
-        if static:
-            history = static_membership_counterfactual(generations, history)
-        for assignor in WHATIF_ASSIGNORS:
-            for step in whatif_history(history, assignor):
-                rows.append({"group_id": group, "generation": step.generation, "assignor": assignor,
-                             "static_membership": static, "members": step.members, "partitions": step.partitions,
-                             "partitions_moved": step.partitions_moved, "balance": step.balance,
-                             "paused_partitions": step.paused_partitions, "error": step.error})
-    return _frame(rows, ASSIGNOR_WHATIF, cluster)
-
-
-# ----------------------------------------------------------------------------------------------
-# Transforms (DataFrame -> DataFrame) and the stage
+def _per_bucket(records: DataFrame, spec: TableSpec, per_group: Callable[..., GroupRows], buckets: int,
+                events: DataFrame | None = None) -> DataFrame:
+    """`per_group` applied to every group, with one Python call per bucket of groups (see `_bucketed`)."""
+    run = _bucketed(per_group, spec, cogrouped=events is not None)
+    by_bucket = _with_bucket(records, buckets).groupBy("cluster", BUCKET)
+    if events is None:
+        out = by_bucket.applyInPandas(run, schema=spec.schema)
+    else:
+        out = by_bucket.cogroup(_with_bucket(events, buckets).groupBy("cluster", BUCKET)).applyInPandas(
+            run, schema=spec.schema)
+    return out.select(*spec.column_names)
 
 
 def generation_rows(records: DataFrame, events: DataFrame,
-                    topic_names: Mapping[str, Mapping[str, str]] | None = None) -> DataFrame:
+                    topic_names: Mapping[str, Mapping[str, str]] | None = None,
+                    buckets: int = DEFAULT_BUCKETS) -> DataFrame:
     """One row per generation of each group; `topic_names` (cluster -> topic id -> name) names KIP-848
     partitions whose topic the group's own records do not name."""
     # Offset commits (~all records) carry nothing group_history reads except v4 topic ids, which
     # `topic_names` has cluster-wide: they stay in the JVM.
     not_commits = records.where(~F.substring("key", 1, 2).isin(F.unhex(F.lit("0000")), F.unhex(F.lit("0001"))))
-    return (not_commits.groupBy(*GROUP_KEY).cogroup(events.groupBy(*GROUP_KEY))
-            .applyInPandas(_generations_fn(topic_names or {}), schema=GROUP_GENERATIONS.schema)
-            .select(*GROUP_GENERATIONS.column_names))
+    return _per_bucket(not_commits, GROUP_GENERATIONS, _generations_fn(topic_names or {}), buckets, events)
 
 
-def offset_event_rows(records: DataFrame, events: DataFrame) -> DataFrame:
-    return (records.groupBy(*GROUP_KEY).cogroup(events.groupBy(*GROUP_KEY))
-            .applyInPandas(_offset_events_fn, schema=OFFSET_EVENTS.schema)
-            .select(*OFFSET_EVENTS.column_names))
+def offset_event_rows(records: DataFrame, events: DataFrame, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
+    return _per_bucket(records, OFFSET_EVENTS, _offset_events_fn, buckets, events)
 
 
-def assignment_replay_rows(records: DataFrame) -> DataFrame:
-    group_level = records.where(F.substring("key", 1, 2) == F.unhex(F.lit("0002")))
-    return (group_level.groupBy(*GROUP_KEY).applyInPandas(_replay_fn, schema=ASSIGNMENT_REPLAY.schema)
-            .select(*ASSIGNMENT_REPLAY.column_names))
+def _group_level(records: DataFrame) -> DataFrame:
+    return records.where(F.substring("key", 1, 2) == F.unhex(F.lit("0002")))
 
 
-def whatif_rows(records: DataFrame) -> DataFrame:
-    group_level = records.where(F.substring("key", 1, 2) == F.unhex(F.lit("0002")))
-    return (group_level.groupBy(*GROUP_KEY).applyInPandas(_whatif_fn, schema=ASSIGNOR_WHATIF.schema)
-            .select(*ASSIGNOR_WHATIF.column_names))
+def assignment_replay_rows(records: DataFrame, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
+    return _per_bucket(_group_level(records), ASSIGNMENT_REPLAY, _replay_fn, buckets)
+
+
+def whatif_rows(records: DataFrame, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
+    return _per_bucket(_group_level(records), ASSIGNOR_WHATIF, _whatif_fn, buckets)
 
 
 def replace_groups(tables: Tables, spec: TableSpec, groups: DataFrame, rows: DataFrame) -> None:
@@ -293,11 +336,13 @@ def run_history(spark: SparkSession, tables: Tables, groups: DataFrame) -> Histo
     records = group_records(tables, groups).persist()
     events = group_events(tables, groups).persist()
     try:
+        # Enough buckets to keep both cores busy, and about RECORDS_PER_BUCKET records in each pandas call.
+        buckets = max(DEFAULT_BUCKETS, -(-records.count() // RECORDS_PER_BUCKET))
         replace_groups(tables, GROUP_GENERATIONS, groups,
-                       generation_rows(records, events, cluster_topic_names(tables)))
-        replace_groups(tables, OFFSET_EVENTS, groups, offset_event_rows(records, events))
-        replace_groups(tables, ASSIGNMENT_REPLAY, groups, assignment_replay_rows(records))
-        replace_groups(tables, ASSIGNOR_WHATIF, groups, whatif_rows(records))
+                       generation_rows(records, events, cluster_topic_names(tables), buckets))
+        replace_groups(tables, OFFSET_EVENTS, groups, offset_event_rows(records, events, buckets))
+        replace_groups(tables, ASSIGNMENT_REPLAY, groups, assignment_replay_rows(records, buckets))
+        replace_groups(tables, ASSIGNOR_WHATIF, groups, whatif_rows(records, buckets))
         gens = tables.read(GROUP_GENERATIONS).join(groups, on=GROUP_KEY, how="inner").count()
         offset_events = tables.read(OFFSET_EVENTS).join(groups, on=GROUP_KEY, how="inner").count()
         replay = tables.read(ASSIGNMENT_REPLAY).join(groups, on=GROUP_KEY, how="inner")
