@@ -276,7 +276,7 @@ def _with_bucket(df: DataFrame, buckets: int) -> DataFrame:
     return df.withColumn(BUCKET, F.pmod(F.xxhash64(*GROUP_KEY), F.lit(buckets)))
 
 
-def _per_bucket(records: DataFrame, spec: TableSpec, per_group: Callable[..., GroupRows], buckets: int,
+def per_bucket(records: DataFrame, spec: TableSpec, per_group: Callable[..., GroupRows], buckets: int = DEFAULT_BUCKETS,
                 events: DataFrame | None = None) -> DataFrame:
     """`per_group` applied to every group, with one Python call per bucket of groups (see `_bucketed`)."""
     run = _bucketed(per_group, spec, cogrouped=events is not None)
@@ -297,11 +297,11 @@ def generation_rows(records: DataFrame, events: DataFrame,
     # Offset commits (~all records) carry nothing group_history reads except v4 topic ids, which
     # `topic_names` has cluster-wide: they stay in the JVM.
     not_commits = records.where(~F.substring("key", 1, 2).isin(F.unhex(F.lit("0000")), F.unhex(F.lit("0001"))))
-    return _per_bucket(not_commits, GROUP_GENERATIONS, _generations_fn(topic_names or {}), buckets, events)
+    return per_bucket(not_commits, GROUP_GENERATIONS, _generations_fn(topic_names or {}), buckets, events)
 
 
 def offset_event_rows(records: DataFrame, events: DataFrame, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
-    return _per_bucket(records, OFFSET_EVENTS, _offset_events_fn, buckets, events)
+    return per_bucket(records, OFFSET_EVENTS, _offset_events_fn, buckets, events)
 
 
 def _group_level(records: DataFrame) -> DataFrame:
@@ -309,11 +309,11 @@ def _group_level(records: DataFrame) -> DataFrame:
 
 
 def assignment_replay_rows(records: DataFrame, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
-    return _per_bucket(_group_level(records), ASSIGNMENT_REPLAY, _replay_fn, buckets)
+    return per_bucket(_group_level(records), ASSIGNMENT_REPLAY, _replay_fn, buckets)
 
 
 def whatif_rows(records: DataFrame, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
-    return _per_bucket(_group_level(records), ASSIGNOR_WHATIF, _whatif_fn, buckets)
+    return per_bucket(_group_level(records), ASSIGNOR_WHATIF, _whatif_fn, buckets)
 
 
 def replace_groups(tables: Tables, spec: TableSpec, groups: DataFrame, rows: DataFrame) -> None:

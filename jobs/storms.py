@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from coordinator_core.storms import StormThresholds
 from jobs.common.delta_io import Tables
-from jobs.history import GROUP_KEY, replace_groups
+from jobs.history import GROUP_KEY, per_bucket, replace_groups
 from schemas.gold import ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
 
 #: Generation outcomes that are rebalances (a "created" row is the group's birth, not a rebalance).
@@ -65,14 +65,12 @@ def _storm_dict(s: Any) -> dict[str, Any]:
 
 def storm_rows(generations: DataFrame, thresholds: StormThresholds) -> DataFrame:
     """group_generations rows -> rebalance_storms rows (per group; lock-step not yet marked)."""
-    def per_group(pdf: pd.DataFrame) -> pd.DataFrame:
+    def per_group(pdf: pd.DataFrame) -> list[dict[str, Any]]:
         from coordinator_core.storms import group_storms
 
-        storms = group_storms(_rebalances(pdf), thresholds)
-        return pd.DataFrame([_storm_dict(s) for s in storms], columns=REBALANCE_STORMS.column_names)
+        return [_storm_dict(s) for s in group_storms(_rebalances(pdf), thresholds)]
 
-    return (generations.groupBy(*GROUP_KEY).applyInPandas(per_group, schema=REBALANCE_STORMS.schema)
-            .select(*REBALANCE_STORMS.column_names))
+    return per_bucket(generations, REBALANCE_STORMS, per_group)
 
 
 def lockstep_rows(storms: DataFrame, thresholds: StormThresholds) -> DataFrame:
