@@ -48,7 +48,8 @@ RAW_LOG_LINES = TableSpec(
     ),
     grain=("cluster", "file_id", "line_number"),
     partition_columns=("cluster",),
-    properties={"delta.appendOnly": "true"},
+    # Statistics only on the columns readers filter by (not on the entry text).
+    properties={"delta.appendOnly": "true", "delta.dataSkippingStatsColumns": "file_id,line_number"},
     schema=T.StructType(
         [
             *_POSITION,
@@ -71,6 +72,8 @@ COORDINATOR_EVENTS = TableSpec(
     ),
     grain=("cluster", "file_id", "line_number"),
     partition_columns=("cluster",),
+    # Statistics only on the columns readers filter by (not on reasons and message texts).
+    properties={"delta.dataSkippingStatsColumns": "file_id,line_number,event_type,timestamp,group_id"},
     schema=T.StructType(
         [
             *_POSITION,

@@ -21,7 +21,8 @@ OFFSET_COMMITS = TableSpec(
     partition_columns=("cluster",),
     # Transaction outcomes are updated in place when a later marker arrives: deletion vectors make that
     # MERGE write only the changed rows instead of rewriting whole files.
-    properties={"delta.enableDeletionVectors": "true"},
+    properties={"delta.enableDeletionVectors": "true",
+                "delta.dataSkippingStatsColumns": "partition,offset,record_timestamp,group_id,topic"},
     schema=T.StructType(
         [
             *_POSITION,
