@@ -190,17 +190,39 @@ def _sticky(cooperative: bool) -> _Impl:
 
 
 SERVER_ASSIGNOR_MINIMUM_VERSIONS: dict[str, KafkaVersion] = {
-    "server-uniform": (4, 1, 0),
-    "server-range": (4, 3, 1),
+    "server-uniform": (4, 0, 0),
+    "server-range": (4, 0, 0),
 }
-"""The oldest coordinator version whose server assignor the replay reproduces (verified on 4.4.0).
+"""The oldest coordinator version whose server assignor the replay reproduces (4.0.0, the first GA release
+of KIP-848; each revision checked against the classes of kafka-group-coordinator 4.0.0, 4.0.1, 4.1.0,
+4.2.0, 4.3.0 and 4.4.0 by tests/oracle/test_server_assignor_oracle.py).
 
-`uniform`: 4.1.0 has KAFKA-18688 (extra slots kept by members that hold them) and the reworked
-heterogeneous builder (KAFKA-17710, 4.0.0); 4.0.0 handed the extra slots to the first members, 3.8/3.9 ran
-a port of the client sticky algorithm for heterogeneous groups. `range`: stateless since 3.9.0
-(KAFKA-16944), but a revision before 4.3.1 also put empty sets into the result and presized the member
-maps differently, which changes a member's topic order; 3.6-3.8 was a sticky range.
+`uniform`: two revisions since 4.0.0 (`server_assignor_options`): 4.0.0 hands the extra slots of a
+homogeneous group to the first members in order; 4.0.1 and 4.1.0+ have KAFKA-18688 (extra slots kept by
+members that already hold them). The heterogeneous builder is the KAFKA-17710 rework in all of them;
+3.8/3.9 ran a port of the client sticky algorithm for heterogeneous groups. `range`: the same results from
+4.0.0 to 4.4.0 (4.1.0 only changed `RangeSet`'s equals/hashCode, which no result order depends on);
+3.9.x is not verified, and 3.6-3.8 was a sticky range.
 """
+
+
+def server_assignor_options(name: str, kafka_version: str | Sequence[int]) -> dict[str, Any]:
+    """The keyword arguments that select the revision of `assign_server_uniform`/`assign_server_range`
+    a coordinator of `kafka_version` runs (empty for the newest).
+
+    Raises:
+        UnsupportedKafkaVersion: before SERVER_ASSIGNOR_MINIMUM_VERSIONS[name].
+    """
+    v = parse_kafka_version(kafka_version)
+    minimum = SERVER_ASSIGNOR_MINIMUM_VERSIONS[name]
+    if v < minimum:
+        raise UnsupportedKafkaVersion(
+            f"{name} before Kafka {'.'.join(map(str, minimum))} (got {'.'.join(map(str, v))}) is a different "
+            "revision (pre-GA KIP-848), not implemented (see SERVER_ASSIGNOR_MINIMUM_VERSIONS)"
+        )
+    if name == "server-uniform" and v < (4, 0, 1):
+        return {"extra_slots_to_holders": False}
+    return {}
 
 
 def server_inputs(
@@ -246,17 +268,12 @@ def _server(name: str, run_assignor: Callable[..., TargetAssignment]) -> _Impl:
         partition_racks: PartitionRacks | None,
         context: Mapping[str, Any],
     ) -> Assignment:
-        minimum = SERVER_ASSIGNOR_MINIMUM_VERSIONS[name]
-        if v < minimum:
-            raise UnsupportedKafkaVersion(
-                f"{name} before Kafka {'.'.join(map(str, minimum))} (got {'.'.join(map(str, v))}) is a different "
-                "revision, not implemented (see SERVER_ASSIGNOR_MINIMUM_VERSIONS)"
-            )
+        options = server_assignor_options(name, v)
         topic_ids = context.get("topic_ids")
         if topic_ids is None:
             raise ValueError(f"{name} needs topic_ids= (topic name -> Kafka Uuid): topic ids decide its results")
         members, topics = server_inputs(partitions_per_topic, subscriptions, topic_ids, partition_racks)
-        result = run_assignor(members, topics, subscription_type=context.get("subscription_type"))
+        result = run_assignor(members, topics, subscription_type=context.get("subscription_type"), **options)
         names = {metadata.topic_id: topic for topic, metadata in topics.items()}
         names.update((topic_id, topic) for topic, topic_id in topic_ids.items() if topic_id not in names)
         return {m: [(names[t], p) for t, ps in tps.items() for p in ps] for m, tps in result.items()}
@@ -347,6 +364,7 @@ __all__ = [
     "encode_cooperative_user_data",
     "encode_sticky_user_data",
     "parse_kafka_version",
+    "server_assignor_options",
     "server_inputs",
     "sticky_revision",
 ]

@@ -1,5 +1,6 @@
-"""KIP-848 server-side `range` assignor, as in Kafka 4.4 (`org.apache.kafka.coordinator.group.assignor.
-RangeAssignor`, the stateless rewrite of KAFKA-16944).
+"""KIP-848 server-side `range` assignor, as in Kafka 4.0.0-4.4 (`org.apache.kafka.coordinator.group.assignor.
+RangeAssignor`, the stateless rewrite of KAFKA-16944; the same results in every release from 4.0.0 to 4.4.0,
+checked against each one's classes).
 
 It ignores the previous target assignment: the members are sorted (static members first by
 `group.instance.id`, then the others by member id, Java string order; a stable sort of the coordinator's

@@ -1,5 +1,7 @@
-"""KIP-848 server-side `uniform` assignor, as in Kafka 4.4 (`org.apache.kafka.coordinator.group.assignor.
-UniformAssignor` with its homogeneous and heterogeneous builders; the default server assignor).
+"""KIP-848 server-side `uniform` assignor, as in Kafka 4.0.0-4.4 (`org.apache.kafka.coordinator.group.assignor.
+UniformAssignor` with its homogeneous and heterogeneous builders; the default server assignor). Two
+revisions, checked against each release's classes: 4.0.0 (`extra_slots_to_holders=False`) and 4.0.1/4.1.0+
+(KAFKA-18688, backported to the 4.0 branch), unchanged in effect up to 4.4.0.
 
 The coordinator runs it on every group epoch bump to compute the members' new *target* assignments from
 their previous target assignments. It is sticky and balanced, and Java's hash iteration order decides
@@ -19,6 +21,9 @@ Homogeneous groups (every member subscribes to the same topics), KAFKA-18688 rev
    to `unassigned`. A member left with room that took the extra slot gives it back if more members are
    still to come (`M - i`) than extra slots remain, so that the extra slots go to members that already
    filled them. A member with room left is "unfilled"; one that kept its extra slot uses up one.
+   4.0.0 (before KAFKA-18688, `extra_slots_to_holders=False`): the first `remaining` members in order take
+   the extra slots, whether or not they already hold that many partitions (so a member at `min + 1` later
+   in the order gives a partition up to an earlier member with room).
 4. The unfilled members, in order, take their remaining quota from the front of `unassigned`; anything
    left over fails the assignment ("Partitions were left unassigned").
 
@@ -95,6 +100,7 @@ def assign_server_uniform(
     topics: Mapping[str, TopicMetadata],
     *,
     subscription_type: str | None = None,
+    extra_slots_to_holders: bool = True,
 ) -> TargetAssignment:
     """The new target assignment Kafka 4.4's `uniform` server assignor computes.
 
@@ -103,6 +109,9 @@ def assign_server_uniform(
             names and previous target assignment.
         topics: topic name -> metadata of the topics in the metadata image.
         subscription_type: HOMOGENEOUS/HETEROGENEOUS override (default: computed as the group does).
+        extra_slots_to_holders: KAFKA-18688 (4.0.1+, 4.1.0+) in the homogeneous builder; False replays
+            4.0.0, where the first members in order take the extra slots. Same results in 4.0.1-4.4.0
+            otherwise (checked against each release's classes).
 
     Returns:
         member id -> topic id -> partitions, every member included, in Kafka's iteration order.
@@ -114,15 +123,16 @@ def assign_server_uniform(
     if not spec.member_ids:
         return {}
     if spec.subscription_type == HOMOGENEOUS:
-        result = _HomogeneousBuilder(spec).build()
+        result = _HomogeneousBuilder(spec, extra_slots_to_holders).build()
     else:
         result = _HeterogeneousBuilder(spec).build()
     return {m: result[m].to_dict() if m in result else {} for m in spec.member_ids}
 
 
 class _HomogeneousBuilder:
-    def __init__(self, spec: GroupSpec) -> None:
+    def __init__(self, spec: GroupSpec, extra_slots_to_holders: bool = True) -> None:
         self.spec = spec
+        self.extra_slots_to_holders = extra_slots_to_holders
         first = spec.member_ids[0]
         # new HashSet<>(TopicIds): sized from TopicIds.size(), which counts unresolvable names too
         self.subscribed = JavaHashMap(
@@ -181,7 +191,8 @@ class _HomogeneousBuilder:
                     new.remove_topic(topic_id)
             # KAFKA-18688: an unfilled member hands its extra slot back while enough members remain to
             # take all the extra slots, so that members already holding quota + 1 partitions keep them.
-            if quota > 0 and has_extra and member_count - index > remaining_extra:
+            # 4.0.0 lacks this: the extra slot stays with whoever is first in the member order.
+            if self.extra_slots_to_holders and quota > 0 and has_extra and member_count - index > remaining_extra:
                 quota -= 1
                 has_extra = False
             if quota > 0:

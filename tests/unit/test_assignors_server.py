@@ -195,11 +195,32 @@ def test_assign_by_name_needs_topic_ids_and_a_known_version() -> None:
     with pytest.raises(ValueError, match="topic_ids"):
         assign("server-uniform", {"topic1": 1}, members)
     with pytest.raises(UnsupportedKafkaVersion):
-        assign("server-uniform", {"topic1": 1}, members, kafka_version="4.0.0", topic_ids={"topic1": T1})
+        assign("server-uniform", {"topic1": 1}, members, kafka_version="3.9.0", topic_ids={"topic1": T1})
     with pytest.raises(UnsupportedKafkaVersion):
         assign("server-range", {"topic1": 1}, members, kafka_version="3.9.0", topic_ids={"topic1": T1})
+    for version in ("4.0.0", "4.2.0", "4.3.0"):
+        assert assign("server-range", {"topic1": 1}, members, kafka_version=version, topic_ids={"topic1": T1}) == {
+            "m1": [("topic1", 0)]
+        }
     with pytest.raises(ValueError, match="topic1"):
         assign("server-range", {"topic1": 1}, members, topic_ids={})
+
+
+def test_uniform_extra_slots_before_and_after_kafka_18688() -> None:
+    # A (empty), B (3 partitions), C (2) over 5 partitions: quota 1, two extra slots. 4.0.0 gives them to
+    # the first members in order (A, B), so C gives one up to A; 4.0.1+ lets A hand its extra slot back
+    # because B and C already hold theirs.
+    members = [
+        MemberSubscription("A", ["topic1"]),
+        MemberSubscription("B", ["topic1"], owned_partitions=[("topic1", 0), ("topic1", 1), ("topic1", 2)]),
+        MemberSubscription("C", ["topic1"], owned_partitions=[("topic1", 3), ("topic1", 4)]),
+    ]
+    ids = {"topic1": T1}
+    kept = {"A": [("topic1", 2)], "B": [("topic1", 0), ("topic1", 1)], "C": [("topic1", 3), ("topic1", 4)]}
+    first = {"A": [("topic1", 2), ("topic1", 4)], "B": [("topic1", 0), ("topic1", 1)], "C": [("topic1", 3)]}
+    for version in ("4.0.1", "4.1.0", "4.4.0"):
+        assert assign("server-uniform", {"topic1": 5}, members, kafka_version=version, topic_ids=ids) == kept
+    assert assign("server-uniform", {"topic1": 5}, members, kafka_version="4.0.0", topic_ids=ids) == first
 
 
 @pytest.mark.parametrize("name", ["coordinator_core.assignors.server_uniform",
