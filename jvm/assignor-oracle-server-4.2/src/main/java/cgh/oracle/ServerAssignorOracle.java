@@ -5,7 +5,6 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.metadata.PartitionRecord;
 import org.apache.kafka.common.metadata.TopicRecord;
@@ -40,30 +39,20 @@ import org.apache.kafka.timeline.SnapshotRegistry;
  * Kafka's own {@code TargetAssignmentBuilder} with the members in the case's order (the insertion order of
  * the coordinator's member spec HashMap).
  *
- * Case: {"id", "assignor": "uniform"|"range", "topics": {name: {"id": uuid, "partitions": n}},
- *        "members": [{"id", "topics": [names], "instance"|null, "rack"|null,
- *                     "assignment": [[topic id, [partitions]]]}]}
- * Result: {"id", "subscription_type", "assignment": {member: [[topic id, [partitions]]]}} with each member's
- * topics and partitions in the iteration order of Kafka's result maps and sets (a member the assignor left out
- * gets []), or {"id", "error": "ExceptionClass: message"}.
+ * <p>Cases and results as in {@link ServerCases}.
  */
 public final class ServerAssignorOracle {
 
     public static void main(String[] args) throws Exception {
-        Cases.serve(ServerAssignorOracle::run);
+        ServerCases.serve(ServerAssignorOracle::newAssignor, ServerAssignorOracle::run);
     }
 
-    @SuppressWarnings("unchecked")
-    static void run(Map<String, Object> c, StringBuilder b) {
-        ConsumerGroupPartitionAssignor assignor = newAssignor((String) c.get("assignor"));
-
+    static ServerCases.Result run(ConsumerGroupPartitionAssignor assignor, ServerCases.Case c) {
         MetadataDelta delta = new MetadataDelta.Builder().setImage(MetadataImage.EMPTY).build();
-        for (Map.Entry<String, Object> t : ((Map<String, Object>) c.get("topics")).entrySet()) {
-            Map<String, Object> meta = (Map<String, Object>) t.getValue();
-            Uuid topicId = Uuid.fromString((String) meta.get("id"));
-            delta.replay(new TopicRecord().setName(t.getKey()).setTopicId(topicId));
-            int partitions = ((Long) meta.get("partitions")).intValue();
-            for (int p = 0; p < partitions; p++) {
+        for (ServerCases.Topic t : c.topics()) {
+            Uuid topicId = Uuid.fromString(t.id());
+            delta.replay(new TopicRecord().setName(t.name()).setTopicId(topicId));
+            for (int p = 0; p < t.partitions(); p++) {
                 delta.replay(new PartitionRecord().setTopicId(topicId).setPartitionId(p)
                         .setReplicas(List.of(1)).setIsr(List.of(1)).setLeader(1).setLeaderEpoch(0)
                         .setPartitionEpoch(0));
@@ -74,26 +63,21 @@ public final class ServerAssignorOracle {
         LogContext logContext = new LogContext();
         ConsumerGroup group = new ConsumerGroup(logContext, new SnapshotRegistry(logContext), "group");
         Map<String, ConsumerGroupMember> members = new LinkedHashMap<>();
-        for (Object o : (List<Object>) c.get("members")) {
-            Map<String, Object> m = (Map<String, Object>) o;
-            String memberId = (String) m.get("id");
-            ConsumerGroupMember member = new ConsumerGroupMember.Builder(memberId)
-                    .setSubscribedTopicNames(Cases.topics(m))
-                    .setInstanceId((String) m.get("instance"))
-                    .setRackId((String) m.get("rack"))
+        for (ServerCases.Member m : c.members()) {
+            ConsumerGroupMember member = new ConsumerGroupMember.Builder(m.id())
+                    .setSubscribedTopicNames(m.topics())
+                    .setInstanceId(m.instance())
+                    .setRackId(m.rack())
                     .build();
-            members.put(memberId, member);
+            members.put(m.id(), member);
             group.updateMember(member);
 
             List<ConsumerGroupTargetAssignmentMemberValue.TopicPartition> record = new ArrayList<>();
-            for (Object tp : (List<Object>) m.get("assignment")) {
-                List<Object> pair = (List<Object>) tp;
-                List<Integer> partitions = new ArrayList<>();
-                for (Object p : (List<Object>) pair.get(1)) partitions.add(((Long) p).intValue());
+            for (ServerCases.TopicPartitions tp : m.assignment()) {
                 record.add(new ConsumerGroupTargetAssignmentMemberValue.TopicPartition()
-                        .setTopicId(Uuid.fromString((String) pair.get(0))).setPartitions(partitions));
+                        .setTopicId(Uuid.fromString(tp.topicId())).setPartitions(tp.partitions()));
             }
-            group.updateTargetAssignment(memberId,
+            group.updateTargetAssignment(m.id(),
                     Assignment.fromRecord(new ConsumerGroupTargetAssignmentMemberValue().setTopicPartitions(record)));
         }
 
@@ -116,36 +100,10 @@ public final class ServerAssignorOracle {
                         .withResolvedRegularExpressions(Collections.emptyMap())
                         .build();
 
-        b.append(",\"subscription_type\":");
-        Json.quote(b, group.subscriptionType().name());
-        b.append(",\"assignment\":{");
-        boolean firstMember = true;
-        for (String memberId : members.keySet()) {
-            if (!firstMember) b.append(',');
-            firstMember = false;
-            Json.quote(b, memberId);
-            b.append(":[");
+        return new ServerCases.Result(group.subscriptionType().name(), memberId -> {
             MemberAssignment assignment = result.targetAssignment().get(memberId);
-            if (assignment != null) {
-                boolean firstTopic = true;
-                for (Map.Entry<Uuid, Set<Integer>> e : assignment.partitions().entrySet()) {
-                    if (!firstTopic) b.append(',');
-                    firstTopic = false;
-                    b.append('[');
-                    Json.quote(b, e.getKey().toString());
-                    b.append(",[");
-                    boolean firstPartition = true;
-                    for (Integer p : e.getValue()) {
-                        if (!firstPartition) b.append(',');
-                        firstPartition = false;
-                        b.append(p);
-                    }
-                    b.append("]]");
-                }
-            }
-            b.append(']');
-        }
-        b.append('}');
+            return assignment == null ? null : assignment.partitions();
+        });
     }
 
     static ConsumerGroupPartitionAssignor newAssignor(String name) {
