@@ -209,9 +209,8 @@ def _as_strings(binary: pa.Array, valid: np.ndarray) -> pa.Array:
     """A binary array as strings with the given validity. Bytes that are not UTF-8 are decoded with
     replacement characters, as Kafka (Java's new String(bytes, UTF_8)) does."""
     _, offsets, data = binary.buffers()
-    if data is None or len(data) == 0 or np.frombuffer(data, np.uint8).max() < 0x80:
-        pass  # ASCII, the usual case: valid UTF-8 without looking further
-    else:
+    # All ASCII (the usual case) is valid UTF-8 as it stands; anything else is checked.
+    if data is not None and len(data) > 0 and np.frombuffer(data, np.uint8).max() >= 0x80:
         try:
             binary = binary.cast(pa.string())
         except pa.ArrowInvalid:

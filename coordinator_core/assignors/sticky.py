@@ -12,6 +12,7 @@ is reproduced (`javaisms.JavaHashMap`): it decides which members keep `maxQuota`
 from __future__ import annotations
 
 import bisect
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -507,7 +508,7 @@ class _PartitionMovements:
         return first
 
 
-class _GeneralBalancing:
+class _GeneralBalancing(ABC):
     """What the general algorithm keeps doing the same in every revision (`GeneralAssignmentBuilder` from
     3.0 and the partition-level `generalAssign` of 2.3-2.8, see sticky_before_3_0): the current assignment
     with its owner map and the members sorted by load, giving a partition to a member, moving one (back
@@ -523,16 +524,18 @@ class _GeneralBalancing:
     sorted_members: _SortedMembers
     movements: _PartitionMovements
 
+    @abstractmethod
     def _is_balanced(self) -> bool:
-        raise NotImplementedError
+        """Whether no partition can move to a less loaded member that may take it."""
 
+    @abstractmethod
     def _can_participate(self, consumer: str) -> bool:
-        raise NotImplementedError
+        """Whether the member can still gain or give up partitions in the reassignment rounds."""
 
+    @abstractmethod
     def _reassign_step(self, tp: TopicPartition) -> bool:
         """One partition's turn in `performReassignments`: moves it (at most once) when it should move;
         returns whether it did."""
-        raise NotImplementedError
 
     def _assign_to(self, tp: TopicPartition, consumer: str) -> None:
         self.sorted_members.remove(len(self.current[consumer]), consumer)
