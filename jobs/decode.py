@@ -13,13 +13,16 @@ group_members (a later GroupMetadata record of the same generation supersedes th
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from functools import reduce
+from typing import Any, NamedTuple
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.common.boundary import decode_records
+from jobs.common.boundary import DecodeSideOutput, decode_records, side_output
 from jobs.common.delta_io import Tables
 from jobs.common.progress import step
 from schemas import (
@@ -88,10 +91,7 @@ def transaction_markers(raw_offsets: DataFrame) -> DataFrame:
 
 
 def markers_for(offset_commits: DataFrame, markers: DataFrame) -> DataFrame:
-    """Only the markers of producers that wrote transactional commits in the same partition.
-
-    (`run_decode` also prunes `markers` to offsets past the earliest transactional commit, so that the
-    archive's older files are skipped by their statistics.)"""
+    """Only the markers of producers that wrote transactional commits in the same partition."""
     producers = (
         offset_commits.where(F.col("is_transactional"))
         .select("cluster", "partition", "producer_id")
@@ -100,33 +100,78 @@ def markers_for(offset_commits: DataFrame, markers: DataFrame) -> DataFrame:
     return markers.join(producers, on=["cluster", "partition", "producer_id"], how="left_semi")
 
 
-def resolve_transactions(offset_commits: DataFrame, markers: DataFrame) -> DataFrame:
-    """Set transaction_outcome/transaction_marker_offset of transactional commits from the markers.
+def awaiting_commits(records: DataFrame) -> DataFrame:
+    """(cluster, partition, producer_id, offset) of the records whose outcome a transaction marker decides:
+    transactional ones with a producer id. Takes offset_commits rows or raw data records (not control
+    records): in `__consumer_offsets` only TxnOffsetCommit records are written in transactions, so the raw
+    columns say which commits await a marker before anything is decoded."""
+    return records.where(F.col("is_transactional") & F.col("producer_id").isNotNull()).select(
+        "cluster", "partition", "producer_id", "offset"
+    )
+
+
+class AwaitingPartition(NamedTuple):
+    """A partition with commits awaiting a marker: where the first is, and how many there are."""
+
+    cluster: str
+    partition: int
+    first_offset: int
+    commits: int
+
+
+def awaiting_markers(records: DataFrame) -> list[AwaitingPartition]:
+    """The partitions of the `awaiting_commits` of `records` (one small aggregate). Empty: no marker needs
+    to be looked up."""
+    rows = (
+        awaiting_commits(records)
+        .groupBy("cluster", "partition")
+        .agg(F.min("offset").alias("first_offset"), F.count(F.lit(1)).alias("commits"))
+        .collect()
+    )
+    return [AwaitingPartition(r["cluster"], int(r["partition"]), int(r["first_offset"]), int(r["commits"]))
+            for r in rows]
+
+
+#: Above this many partitions the marker filter is one lowest offset for all (a shorter plan, less skipping).
+_PER_PARTITION_FILTER_LIMIT = 1000
+
+
+def markers_after(raw_offsets: DataFrame, starts: list[AwaitingPartition]) -> DataFrame:
+    """The transaction markers that can decide commits starting at `starts` (`awaiting_markers`): those
+    past the first such commit of each partition.
+
+    Written as one condition per partition so that Delta skips, by their statistics, the archive's files of
+    other partitions and of older offsets: in a normal run only the files of the records just archived
+    hold such markers, and the rest of the archive is not read.
+    """
+    if not starts:
+        raise ValueError("markers_after: no partition awaits a marker")
+    if len(starts) > _PER_PARTITION_FILTER_LIMIT:
+        condition = F.col("offset") > min(s.first_offset for s in starts)
+    else:
+        condition = reduce(
+            operator.or_,
+            [
+                (F.col("cluster") == s.cluster) & (F.col("partition") == s.partition)
+                & (F.col("offset") > s.first_offset)
+                for s in starts
+            ],
+        )
+    return transaction_markers(raw_offsets.where(condition))
+
+
+def transaction_outcomes(awaiting: DataFrame, markers: DataFrame) -> DataFrame:
+    """(cluster, partition, offset, transaction_outcome, transaction_marker_offset) of each awaiting record.
 
     Kafka's loader (§5.6): offsets written in a transaction are pending until a control marker of the
     same producer id follows them in the partition; COMMIT applies them, ABORT discards them. So the
     outcome of a transactional record is the first COMMIT/ABORT marker of its producer at a higher
-    offset in its partition; with none archived yet it is still open. Non-transactional commits keep a
-    null outcome.
-
-    A transactional commit with no producer id was read from Kafka, where only the records of aborted
-    transactions are flagged transactional (see `jobs.ingest.read_kafka`): its outcome is "aborted".
+    offset in its partition; with none archived yet it is still open. Only positions and producer ids
+    are needed: the window runs over these narrow rows, never over whole commits.
     """
-    columns = OFFSET_COMMITS.column_names
-    read_live_aborted = offset_commits.where(F.col("is_transactional") & F.col("producer_id").isNull()).withColumn(
-        "transaction_outcome", F.lit(TXN_ABORTED)
-    )
-    transactional = offset_commits.where(F.col("is_transactional") & F.col("producer_id").isNotNull())
-    others = offset_commits.where(~F.col("is_transactional") | F.col("is_transactional").isNull())
-    marker_rows = markers.select(
-        *[
-            F.col(c) if c in ("cluster", "partition", "producer_id", "offset") else F.lit(None).alias(c)
-            for c in columns
-        ],
-        F.col("control_type").alias("_marker"),
-    )
-    events = transactional.select(*columns, F.lit(None).cast("string").alias("_marker")).unionByName(
-        marker_rows, allowMissingColumns=False
+    key = ["cluster", "partition", "producer_id", "offset"]
+    events = awaiting.select(*key, F.lit(None).cast("string").alias("_marker")).unionByName(
+        markers.select(*key, F.col("control_type").alias("_marker"))
     )
     following = (
         Window.partitionBy("cluster", "partition", "producer_id")
@@ -134,25 +179,70 @@ def resolve_transactions(offset_commits: DataFrame, markers: DataFrame) -> DataF
         .rowsBetween(1, Window.unboundedFollowing)
     )
     next_marker = F.first(F.col("_marker"), ignorenulls=True).over(following)
-    next_marker_offset = F.first(
-        F.when(F.col("_marker").isNotNull(), F.col("offset")), ignorenulls=True
-    ).over(following)
-    resolved = (
+    next_marker_offset = F.first(F.when(F.col("_marker").isNotNull(), F.col("offset")), ignorenulls=True).over(
+        following
+    )
+    return (
         events.withColumn("_next_marker", next_marker)
         .withColumn("_next_marker_offset", next_marker_offset)
         .where(F.col("_marker").isNull())
-        .withColumn(
-            "transaction_outcome",
+        .select(
+            "cluster",
+            "partition",
+            "offset",
             F.when(F.col("_next_marker") == "COMMIT", F.lit(TXN_COMMITTED))
             .when(F.col("_next_marker") == "ABORT", F.lit(TXN_ABORTED))
-            .otherwise(F.lit(TXN_OPEN)),
+            .otherwise(F.lit(TXN_OPEN))
+            .alias("transaction_outcome"),
+            F.col("_next_marker_offset").alias("transaction_marker_offset"),
         )
-        .withColumn("transaction_marker_offset", F.col("_next_marker_offset"))
-        .select(*columns)
     )
-    return resolved.unionByName(others.select(*columns)).unionByName(read_live_aborted.select(*columns)).select(
-        *columns
+
+
+def _live_aborted_outcome() -> Column:
+    """A transactional commit with no producer id was read from Kafka, where only the records of aborted
+    transactions are flagged transactional (see `jobs.ingest.read_kafka`): its outcome is "aborted"."""
+    return F.when(F.col("is_transactional") & F.col("producer_id").isNull(), F.lit(TXN_ABORTED)).otherwise(
+        F.col("transaction_outcome")
     )
+
+
+def without_markers(offset_commits: DataFrame) -> DataFrame:
+    """`resolve_transactions` for commits none of which awaits a marker (`awaiting_markers` is empty): one
+    projection, no join, no shuffle."""
+    return offset_commits.withColumn("transaction_outcome", _live_aborted_outcome()).select(
+        *OFFSET_COMMITS.column_names
+    )
+
+
+def with_outcomes(offset_commits: DataFrame, outcomes: DataFrame, *, broadcast: bool) -> DataFrame:
+    """offset_commits rows with the `transaction_outcomes` of the awaiting ones joined in by position.
+
+    `broadcast` ships the outcomes to every task (they are narrow and, in a normal run, a small share of
+    the commits): the commits then flow straight through to their table, with no shuffle.
+    """
+    position = ["cluster", "partition", "offset"]
+    joined = offset_commits.drop("transaction_outcome", "transaction_marker_offset").join(
+        F.broadcast(outcomes) if broadcast else outcomes, on=position, how="left"
+    )
+    return without_markers(joined)
+
+
+def resolve_transactions(offset_commits: DataFrame, markers: DataFrame) -> DataFrame:
+    """Set transaction_outcome/transaction_marker_offset of transactional commits from the markers
+    (`transaction_outcomes`). Non-transactional commits keep a null outcome; transactional ones read from
+    Kafka without a producer id are aborted (`_live_aborted_outcome`)."""
+    outcomes = transaction_outcomes(awaiting_commits(offset_commits), markers)
+    return with_outcomes(offset_commits, outcomes, broadcast=False)
+
+
+def resolved_commits(offset_commits: DataFrame, raw_offsets: DataFrame) -> DataFrame:
+    """offset_commits rows with their transactions resolved against the markers archived in `raw_offsets`
+    (one small aggregate first: without commits awaiting a marker, the archive is not read at all)."""
+    starts = awaiting_markers(offset_commits)
+    if not starts:
+        return without_markers(offset_commits)
+    return resolve_transactions(offset_commits, markers_for(offset_commits, markers_after(raw_offsets, starts)))
 
 
 def group_metadata_rows(decoded: DataFrame) -> DataFrame:
@@ -287,8 +377,9 @@ def decode_error_rows(decoded: DataFrame) -> DataFrame:
     )
 
 
-def decode_coverage_rows(decoded: DataFrame, control_records: DataFrame, run_id: str) -> DataFrame:
-    """Counts per (cluster, record type, kind, value version, status) of what this run decoded."""
+def decode_coverage_rows(decoded: DataFrame, control_records: DataFrame | None, run_id: str) -> DataFrame:
+    """Counts per (cluster, record type, kind, value version, status) of what this run decoded (and of its
+    control records, when given). `jobs.common.boundary.coverage_status` is the same status rule in Arrow."""
     status = (
         F.when(F.col("error").isNotNull(), F.lit("error"))
         .when(F.col("record_kind") == "unknown", F.lit("unknown_type"))
@@ -296,15 +387,16 @@ def decode_coverage_rows(decoded: DataFrame, control_records: DataFrame, run_id:
         .otherwise(F.lit("decoded"))
     )
     data = decoded.select("cluster", "record_type", "record_kind", "value_version", status.alias("status"))
-    controls = control_records.select(
-        "cluster",
-        F.lit(None).cast("short").alias("record_type"),
-        F.lit("control").alias("record_kind"),
-        F.lit(None).cast("short").alias("value_version"),
-        F.lit("control").alias("status"),
-    )
+    if control_records is not None:
+        data = data.unionByName(control_records.select(
+            "cluster",
+            F.lit(None).cast("short").alias("record_type"),
+            F.lit("control").alias("record_kind"),
+            F.lit(None).cast("short").alias("value_version"),
+            F.lit("control").alias("status"),
+        ))
     counts = (
-        data.unionByName(controls)
+        data
         .groupBy("cluster", "record_type", "record_kind", "value_version", "status")
         .agg(F.count(F.lit(1)).alias("records"))
     )
@@ -316,12 +408,6 @@ def decode_coverage_rows(decoded: DataFrame, control_records: DataFrame, run_id:
 # -- the stage ----------------------------------------------------------------------------------------
 
 
-def _earliest_transactional(offset_commits: DataFrame) -> int:
-    """Lowest offset of a transactional commit (one small aggregate); markers before it are irrelevant."""
-    row = offset_commits.where(F.col("is_transactional")).agg(F.min("offset").alias("m")).first()
-    return int(row["m"]) if row is not None and row["m"] is not None else (1 << 62)
-
-
 @dataclass(frozen=True)
 class DecodeResult:
     raw_version_decoded: int
@@ -330,32 +416,104 @@ class DecodeResult:
     coverage: list[tuple[str, int | None, str | None, int | None, str, int]]
 
 
+#: Awaiting commits whose outcomes are broadcast to the decoding tasks; with more, the decoded commits are
+#: cached and the outcomes joined with a shuffle (a fleet writing mostly transactional commits).
+BROADCAST_OUTCOMES_LIMIT = 1_000_000
+
+#: Key versions 0 and 1: the offset commits, nearly every record of the topic.
+_OFFSET_COMMIT_KEY_PREFIXES = (b"\x00\x00", b"\x00\x01")
+
+
+def is_offset_commit_key(key: Column) -> Column:
+    """Whether a raw key starts with an offset commit's key version (0 or 1): the JVM splits the records
+    before anything is decoded. A key that starts so but does not decode is still caught by the decoder."""
+    prefix = F.substring(key, 1, 2)
+    return F.coalesce(prefix.isin(*[F.lit(bytearray(p)) for p in _OFFSET_COMMIT_KEY_PREFIXES]), F.lit(False))
+
+
+@dataclass
+class _CommitsWritten:
+    coverage: list[tuple[Any, ...]]
+    errors: DataFrame | None
+
+
+def _write_offset_commits(
+    tables: Tables, commit_records: DataFrame, archive: DataFrame, batch_size: int
+) -> _CommitsWritten:
+    """Decode the offset-commit records and append them to offset_commits with their transactions
+    resolved; returns their coverage counts and the records that did not decode.
+
+    The commits are nearly all of a run's records, so they are decoded inside the job that writes them
+    (no cache, no second pass): the transaction outcomes are computed first from raw columns only and
+    broadcast to the tasks, and the tasks report coverage counts and undecodable records through an
+    accumulator (`DecodeSideOutput`). When the outcomes are too many to broadcast, the decoded commits are
+    cached instead and everything is computed from the cache.
+    """
+    spark = tables.spark
+    starts = awaiting_markers(commit_records)
+    outcomes = None
+    if starts:
+        markers = markers_for(awaiting_commits(commit_records), markers_after(archive, starts))
+        outcomes = transaction_outcomes(awaiting_commits(commit_records), markers)
+    if sum(s.commits for s in starts) > BROADCAST_OUTCOMES_LIMIT:  # one outcome per awaiting commit
+        assert outcomes is not None
+        decoded = decode_records(commit_records, batch_size).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            tables.append(OFFSET_COMMITS, with_outcomes(offset_commit_rows(decoded), outcomes, broadcast=False))
+            coverage = [tuple(r)[1:] for r in decode_coverage_rows(decoded, None, "").collect()]
+            if not any(c[4] == "error" for c in coverage):
+                return _CommitsWritten(coverage, None)
+            # the error rows outlive the cache: kept, with their bytes, until the stage writes them
+            return _CommitsWritten(coverage, decode_error_rows(decoded).localCheckpoint())
+        finally:
+            decoded.unpersist()
+    side = side_output(spark)
+    commits = offset_commit_rows(decode_records(commit_records, batch_size, side))
+    tables.append(OFFSET_COMMITS, without_markers(commits) if outcomes is None
+                  else with_outcomes(commits, outcomes, broadcast=True))
+    seen: DecodeSideOutput = side.value
+    coverage = [(*key, count) for key, count in seen.coverage.items()]
+    if seen.overflow:  # more than a task may carry back: decoded again, keeping only the errors
+        return _CommitsWritten(coverage, decode_error_rows(decode_records(commit_records, batch_size)))
+    if seen.errors:
+        return _CommitsWritten(coverage, spark.createDataFrame(seen.errors, DECODE_ERRORS.schema))
+    return _CommitsWritten(coverage, None)
+
+
 def run_decode(
     tables: Tables, run_id: str, after_raw_version: int, batch_size: int
 ) -> DecodeResult:
-    """Decode the raw_offsets rows appended after `after_raw_version` and write the silver tables."""
+    """Decode the raw_offsets rows appended after `after_raw_version` and write the silver tables.
+
+    Two kinds of records, split in the JVM by key version: offset commits (nearly all) are decoded in the
+    job that writes offset_commits (`_write_offset_commits`); the rest (GroupMetadata, KIP-848 and unknown
+    types, keys too short to tell) is decoded once, cached, and written to the other tables.
+    """
     up_to = tables.version(RAW_OFFSETS)
     if up_to <= after_raw_version:
         return DecodeResult(after_raw_version, 0, 0, [])
+    spark = tables.spark
     new_raw = tables.changes(RAW_OFFSETS, after_raw_version, up_to)
     data_records = new_raw.where(~F.col("is_control"))
     control_records = new_raw.where(F.col("is_control"))
+    commit_key = is_offset_commit_key(F.col("key"))
+    archive = tables.read(RAW_OFFSETS, version=up_to)
 
-    decoded = decode_records(data_records, batch_size).persist(StorageLevel.MEMORY_AND_DISK)
+    others = decode_records(data_records.where(~commit_key), batch_size).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        coverage = decode_coverage_rows(decoded, control_records, run_id).persist(StorageLevel.MEMORY_AND_DISK)
-        # One small action: the coverage counts drive the run summary and tell which tables have work.
-        with step("decode new raw_offsets rows (coordinator_core.decode_batch)"):
+        with step("decode GroupMetadata and other records (coordinator_core.decode_batch)"):
             coverage_rows = [
-                (r["cluster"], r["record_type"], r["record_kind"], r["value_version"], r["status"], r["records"])
-                for r in coverage.collect()
+                tuple(r)[1:] for r in decode_coverage_rows(others, control_records, run_id).collect()
             ]
+        commits_before = tables.version(OFFSET_COMMITS)
+        with step("decode offset commits into offset_commits"):
+            commits = _write_offset_commits(tables, data_records.where(commit_key), archive, batch_size)
+        coverage_rows += commits.coverage
         records_decoded = sum(r[5] for r in coverage_rows if r[4] != "control")
         errors = sum(r[5] for r in coverage_rows if r[4] == "error")
 
         # A table with no new rows gets no commit (each Delta commit costs seconds on a small run).
         present = {(r[1], r[4]) for r in coverage_rows}
-        has_commits = any(t in OFFSET_COMMIT_TYPES and s != "error" for t, s in present)
         has_group_metadata = any(t == GROUP_METADATA_TYPE and s != "error" for t, s in present)
         has_other = any(
             s in ("decoded", "tombstone", "unknown_type") and (t is None or t > GROUP_METADATA_TYPE)
@@ -363,46 +521,41 @@ def run_decode(
         )
         has_controls = any(s == "control" for _, s in present)
 
-        # Transactions: new commits resolved against every archived marker of their partitions, and
-        # commits still open from earlier runs re-resolved now that new markers may have arrived.
-        archive = tables.read(RAW_OFFSETS, version=up_to)
-        commits_before = tables.version(OFFSET_COMMITS)
-        if has_commits:
-            new_commits = offset_commit_rows(decoded)
-            markers = transaction_markers(archive.where(F.col("offset") > _earliest_transactional(new_commits)))
-            with step("offset_commits"):
-                tables.append(OFFSET_COMMITS, resolve_transactions(new_commits, markers_for(new_commits, markers)))
-        # Only commits left open by earlier runs can be resolved by this run's markers (this run's own
-        # commits were resolved above against every marker up to now).
-        previously_open = tables.read(OFFSET_COMMITS, version=commits_before).where(
-            F.col("transaction_outcome") == TXN_OPEN
-        )
-        if has_controls and previously_open.limit(1).count() > 0:
-            with step("re-resolve open transactions"):
-                still_open = previously_open
-                markers = transaction_markers(archive.where(F.col("offset") > _earliest_transactional(still_open)))
-                now_resolved = resolve_transactions(still_open, markers_for(still_open, markers)).where(
-                    F.col("transaction_outcome") != TXN_OPEN
-                )
-                tables.update_columns(
-                    OFFSET_COMMITS,
-                    now_resolved,
-                    ["transaction_outcome", "transaction_marker_offset"],
-                    only_if=f"t.transaction_outcome = '{TXN_OPEN}'",
-                    target_filter=f"t.transaction_outcome = '{TXN_OPEN}'",
-                )
+        # Commits left open by earlier runs can be resolved by this run's markers (this run's own commits
+        # were resolved against every marker up to now).
+        if has_controls and commits_before > 0:
+            previously_open = tables.read(OFFSET_COMMITS, version=commits_before).where(
+                F.col("transaction_outcome") == TXN_OPEN
+            )
+            starts = awaiting_markers(previously_open)
+            if starts:
+                with step("re-resolve open transactions"):
+                    markers = markers_for(previously_open, markers_after(archive, starts))
+                    now_resolved = resolve_transactions(previously_open, markers).where(
+                        F.col("transaction_outcome") != TXN_OPEN
+                    )
+                    tables.update_columns(
+                        OFFSET_COMMITS,
+                        now_resolved,
+                        ["transaction_outcome", "transaction_marker_offset"],
+                        only_if=f"t.transaction_outcome = '{TXN_OPEN}'",
+                        target_filter=f"t.transaction_outcome = '{TXN_OPEN}'",
+                    )
         if has_group_metadata:
             with step("group_metadata, group_members"):
-                tables.append(GROUP_METADATA, group_metadata_rows(decoded))
-                tables.replace_generations(GROUP_MEMBERS, group_member_rows(decoded))
+                tables.append(GROUP_METADATA, group_metadata_rows(others))
+                tables.replace_generations(GROUP_MEMBERS, group_member_rows(others))
         if has_other:
             with step("consumer_group_records"):
-                tables.append(CONSUMER_GROUP_RECORDS, consumer_group_record_rows(decoded))
+                tables.append(CONSUMER_GROUP_RECORDS, consumer_group_record_rows(others))
         if errors:
             with step("decode_errors"):
-                tables.append(DECODE_ERRORS, decode_error_rows(decoded))
+                error_rows = decode_error_rows(others)
+                if commits.errors is not None:
+                    error_rows = error_rows.unionByName(commits.errors)
+                tables.append(DECODE_ERRORS, error_rows)
+        coverage = spark.createDataFrame([(run_id, *r) for r in coverage_rows], DECODE_COVERAGE.schema)
         tables.append(DECODE_COVERAGE, coverage)
-        coverage.unpersist()
     finally:
-        decoded.unpersist()
-    return DecodeResult(up_to, records_decoded, errors, coverage_rows)
+        others.unpersist()
+    return DecodeResult(up_to, records_decoded, errors, [tuple(r) for r in coverage_rows])

@@ -20,9 +20,11 @@ OFFSET_COMMITS = TableSpec(
     grain=("cluster", "partition", "offset"),
     partition_columns=("cluster",),
     # Transaction outcomes are updated in place when a later marker arrives: deletion vectors make that
-    # MERGE write only the changed rows instead of rewriting whole files.
+    # MERGE write only the changed rows instead of rewriting whole files. Statistics on the outcome let
+    # each run's look-up of still-open commits skip every file that has none.
     properties={"delta.enableDeletionVectors": "true",
-                "delta.dataSkippingStatsColumns": "partition,offset,record_timestamp,group_id,topic"},
+                "delta.dataSkippingStatsColumns":
+                    "partition,offset,record_timestamp,group_id,topic,transaction_outcome"},
     schema=T.StructType(
         [
             *_POSITION,

@@ -8,10 +8,11 @@ run on executors: coordinator_core and pyarrow are imported there, inside the ta
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from pyspark.accumulators import Accumulator, AccumulatorParam
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -54,10 +55,94 @@ def _arrow_schema(schema: T.StructType) -> Any:
     return to_arrow_schema(schema, timestamp_utc=True, prefers_large_types=False)
 
 
-def _decode_batches_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
+#: decode_coverage's key: what a record was, and how decoding it went.
+COVERAGE_KEY = ("cluster", "record_type", "record_kind", "value_version", "status")
+#: decode_errors' columns as the side output carries them (decoded names; `timestamp` is record_timestamp).
+ERROR_ROW_COLUMNS = ("cluster", "partition", "offset", "timestamp", "record_type", "record_kind", "group_id",
+                     "error", "error_field_path", "error_position", "key", "value")
+#: Error rows one task carries back to the driver; past that, the task reports an overflow instead.
+ERRORS_KEPT_PER_TASK = 2000
+
+
+def coverage_status(decoded: Any) -> Any:
+    """decode_coverage's status of each row of a decoded Arrow table (the same rule as
+    `jobs.decode.decode_coverage_rows` applies in Spark): error, unknown_type, tombstone or decoded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = decoded.num_rows
+    status = pa.array(["decoded"] * n, pa.string()) if n else pa.array([], pa.string())
+    for condition, value in (
+        (pc.fill_null(decoded.column("is_tombstone"), False), "tombstone"),
+        (pc.fill_null(pc.equal(decoded.column("record_kind"), "unknown"), False), "unknown_type"),
+        (pc.is_valid(decoded.column("error")), "error"),
+    ):  # later rules win
+        status = pc.if_else(condition, pa.scalar(value), status)
+    return status
+
+
+@dataclass
+class DecodeSideOutput:
+    """What a decoding job reports besides the rows it writes: coverage counts by COVERAGE_KEY and the rows
+    that did not decode (ERROR_ROW_COLUMNS), at most ERRORS_KEPT_PER_TASK per task (`overflow` past that).
+
+    Carried back by a Spark accumulator, one update per task: a job can then write its decoded rows straight
+    to their table and still account for every record, without caching the decoded rows for a second pass.
+    Spark applies each task's update once when the decoding runs in the job's final stage (no shuffle after
+    it), which is how `jobs.decode` uses it.
+    """
+
+    coverage: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    errors: list[tuple[Any, ...]] = field(default_factory=list)
+    overflow: bool = False
+
+    def merge(self, other: DecodeSideOutput) -> DecodeSideOutput:
+        for key, count in other.coverage.items():
+            self.coverage[key] = self.coverage.get(key, 0) + count
+        self.errors.extend(other.errors)
+        self.overflow = self.overflow or other.overflow
+        return self
+
+    def observe(self, decoded: Any, errors_kept: int = ERRORS_KEPT_PER_TASK) -> None:
+        """Count one decoded Arrow batch (decoded_schema columns) and keep its error rows, at most
+        `errors_kept` in all (`overflow` past that)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = pa.table({name: decoded.column(name) for name in COVERAGE_KEY[:-1]}).append_column(
+            "status", coverage_status(decoded)
+        )
+        for row in table.group_by(list(COVERAGE_KEY)).aggregate([([], "count_all")]).to_pylist():
+            key = tuple(row[name] for name in COVERAGE_KEY)
+            self.coverage[key] = self.coverage.get(key, 0) + row["count_all"]
+        failed = pc.is_valid(decoded.column("error"))
+        if pc.any(failed).as_py():
+            rows = decoded.filter(failed).select(list(ERROR_ROW_COLUMNS)).to_pylist()
+            room = errors_kept - len(self.errors)
+            self.errors.extend(tuple(r[name] for name in ERROR_ROW_COLUMNS) for r in rows[: max(room, 0)])
+            self.overflow = self.overflow or len(rows) > room
+
+
+class _SideOutputParam(AccumulatorParam):  # type: ignore[type-arg]
+    def zero(self, value: DecodeSideOutput) -> DecodeSideOutput:
+        return DecodeSideOutput()
+
+    def addInPlace(self, value1: DecodeSideOutput, value2: DecodeSideOutput) -> DecodeSideOutput:
+        return value1.merge(value2)
+
+
+def side_output(spark: SparkSession) -> Accumulator:  # type: ignore[type-arg]
+    """A new accumulator for `decode_records(..., side=...)`; read its `.value` after the job."""
+    return spark.sparkContext.accumulator(DecodeSideOutput(), _SideOutputParam())
+
+
+def _decode_batches_fn(
+    batch_size: int, side: Accumulator | None = None  # type: ignore[type-arg]
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
     out_schema = decoded_schema()
     decoder_names = [f.name for f in DECODED_RECORD.fields]
     renamed = [DECODED_RENAMES.get(n, n) for n in decoder_names]
+    errors_kept = ERRORS_KEPT_PER_TASK  # read on the driver: the task sees the value the job was planned with
 
     def decode_partition(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -67,6 +152,7 @@ def _decode_batches_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[An
 
         arrow_out = _arrow_schema(out_schema)
         decoded_arrow = pa.schema([arrow_out.field(n) for n in renamed])
+        seen = DecodeSideOutput()
         for batch in batches:
             for start in range(0, batch.num_rows, batch_size):
                 chunk = batch.slice(start, batch_size)
@@ -86,15 +172,26 @@ def _decode_batches_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[An
                     pc.if_else(keep_bytes, keys, null_binary),
                     pc.if_else(keep_bytes, values, null_binary),
                 ]
-                yield pa.RecordBatch.from_arrays(columns, schema=arrow_out)
+                out = pa.RecordBatch.from_arrays(columns, schema=arrow_out)
+                if side is not None:
+                    seen.observe(out, errors_kept)
+                yield out
+        if side is not None:
+            side.add(seen)  # once per task, after its last batch
 
     return decode_partition
 
 
-def decode_records(raw_records: DataFrame, batch_size: int = 20000) -> DataFrame:
-    """raw_offsets rows (data records, not control records) -> one decoded row each (`decoded_schema`)."""
+def decode_records(
+    raw_records: DataFrame, batch_size: int = 20000, side: Accumulator | None = None  # type: ignore[type-arg]
+) -> DataFrame:
+    """raw_offsets rows (data records, not control records) -> one decoded row each (`decoded_schema`).
+
+    With `side` (from `side_output`), each task also adds what it decoded to that accumulator
+    (`DecodeSideOutput`).
+    """
     return raw_records.select(*DECODE_PASSTHROUGH, "key", "value").mapInArrow(
-        _decode_batches_fn(batch_size), decoded_schema()
+        _decode_batches_fn(batch_size, side), decoded_schema()
     )
 
 
@@ -158,7 +255,8 @@ def _read_segments_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[Any
             return {n: [] for n in names}
 
         for files in batches:
-            for cluster, partition, path in zip(*(files.column(c).to_pylist() for c in SEGMENT_FILE_COLUMNS)):
+            columns = (files.column(c).to_pylist() for c in SEGMENT_FILE_COLUMNS)
+            for cluster, partition, path in zip(*columns, strict=True):
                 rows = empty()
                 reader = coordinator_core.read_segment(path)
                 for entry in reader:

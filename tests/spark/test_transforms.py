@@ -7,6 +7,7 @@ import struct
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from jobs.common.boundary import decode_records
 from jobs.decode import (
@@ -15,8 +16,11 @@ from jobs.decode import (
     decode_error_rows,
     group_member_rows,
     group_metadata_rows,
+    awaiting_markers,
+    markers_after,
     offset_commit_rows,
     resolve_transactions,
+    resolved_commits,
     transaction_markers,
 )
 from jobs.ingest import archive_watermarks, history_gap_rows, records_to_archive
@@ -108,6 +112,79 @@ def test_resolve_transactions_follows_kafkas_loader(spark: SparkSession) -> None
         OFFSET_COMMITS.schema,
     )
     equal(resolve_transactions(commits, markers), expected)
+
+
+def _in(partition: int, commit: tuple) -> tuple:  # type: ignore[type-arg]
+    return (commit[0], partition, *commit[2:])
+
+
+def _marker(partition: int, offset: int, producer: int, kind: str):  # type: ignore[no-untyped-def]
+    return raw(partition, offset, CONTROL_KEY[kind], CONTROL_VALUE, producer_id=producer, transactional=True,
+               control_type=kind)
+
+
+def test_resolved_commits_reads_only_markers_past_each_partitions_first_awaiting_commit(spark: SparkSession) -> None:
+    commits = spark.createDataFrame(
+        [
+            _in(0, _commit(20, 70)),  # partition 0: first awaiting commit at 20
+            _in(0, _commit(25, 71)),
+            _in(0, _commit(3, -1, transactional=False)),  # plain commits do not move the start
+            _in(1, _commit(5, 70)),  # partition 1: first awaiting commit at 5
+            _in(2, _commit(1, -1, transactional=False)),  # partition 2: nothing awaits a marker
+        ],
+        OFFSET_COMMITS.schema,
+    )
+    archive = raw_frame(
+        spark,
+        [
+            _marker(0, 10, 70, "ABORT"),  # before partition 0's start: not a candidate
+            _marker(0, 30, 70, "COMMIT"),
+            _marker(0, 31, 71, "ABORT"),
+            _marker(1, 4, 70, "COMMIT"),  # before partition 1's start
+            _marker(1, 6, 70, "ABORT"),
+            _marker(2, 9, 70, "COMMIT"),  # partition 2 awaits nothing
+        ],
+    )
+    starts = awaiting_markers(commits)
+    assert sorted(starts) == [("c1", 0, 20, 2), ("c1", 1, 5, 1)]  # (cluster, partition, first offset, commits)
+    expected_markers = spark.createDataFrame(
+        [("c1", 0, 70, 30, "COMMIT"), ("c1", 0, 71, 31, "ABORT"), ("c1", 1, 70, 6, "ABORT")],
+        "cluster string, partition int, producer_id long, offset long, control_type string",
+    )
+    equal(markers_after(archive, starts), expected_markers)
+    expected = spark.createDataFrame(
+        [
+            _in(0, _commit(20, 70, outcome="committed", marker=30)),
+            _in(0, _commit(25, 71, outcome="aborted", marker=31)),
+            _in(0, _commit(3, -1, transactional=False)),
+            _in(1, _commit(5, 70, outcome="aborted", marker=6)),
+            _in(2, _commit(1, -1, transactional=False)),
+        ],
+        OFFSET_COMMITS.schema,
+    )
+    equal(resolved_commits(commits, archive), expected)
+    # the same outcomes as resolving against every marker of the archive
+    equal(resolve_transactions(commits, transaction_markers(archive)), expected)
+
+
+def test_resolved_commits_without_awaiting_commits_does_not_read_the_archive(spark: SparkSession) -> None:
+    commits = spark.createDataFrame(
+        [
+            _commit(1, -1, transactional=False),
+            _commit(2, None),  # read from Kafka flagged transactional with no producer id: an aborted one
+        ],
+        OFFSET_COMMITS.schema,
+    )
+    # an archive whose every read fails: the commits must be resolved without it
+    archive = raw_frame(spark, [_marker(0, 5, 70, "COMMIT")]).withColumn(
+        "offset", F.raise_error(F.lit("the archive was read"))
+    )
+    assert awaiting_markers(commits) == []
+    expected = spark.createDataFrame(
+        [_commit(1, -1, transactional=False), _commit(2, None, outcome="aborted")], OFFSET_COMMITS.schema
+    )
+    equal(resolved_commits(commits, archive), expected)
+    equal(resolve_transactions(commits, transaction_markers(raw_frame(spark, []))), expected)
 
 
 def test_group_metadata_and_members_latest_record_of_a_generation_wins(spark: SparkSession) -> None:
