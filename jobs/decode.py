@@ -173,14 +173,17 @@ def transaction_outcomes(awaiting: DataFrame, markers: DataFrame) -> DataFrame:
     events = awaiting.select(*key, F.lit(None).cast("string").alias("_marker")).unionByName(
         markers.select(*key, F.col("control_type").alias("_marker"))
     )
-    following = (
+    # The next marker, as the latest one among the rows before in descending offset order: a growing frame
+    # that Spark updates row by row (a frame up to unbounded following is recomputed for every row:
+    # quadratic in a producer's commits in a partition).
+    later_first = (
         Window.partitionBy("cluster", "partition", "producer_id")
-        .orderBy("offset")
-        .rowsBetween(1, Window.unboundedFollowing)
+        .orderBy(F.col("offset").desc())
+        .rowsBetween(Window.unboundedPreceding, -1)
     )
-    next_marker = F.first(F.col("_marker"), ignorenulls=True).over(following)
-    next_marker_offset = F.first(F.when(F.col("_marker").isNotNull(), F.col("offset")), ignorenulls=True).over(
-        following
+    next_marker = F.last(F.col("_marker"), ignorenulls=True).over(later_first)
+    next_marker_offset = F.last(F.when(F.col("_marker").isNotNull(), F.col("offset")), ignorenulls=True).over(
+        later_first
     )
     return (
         events.withColumn("_next_marker", next_marker)
@@ -438,9 +441,9 @@ class _CommitsWritten:
 
 
 def _write_offset_commits(
-    tables: Tables, commit_records: DataFrame, archive: DataFrame, batch_size: int
+    tables: Tables, data_records: DataFrame, archive: DataFrame, batch_size: int
 ) -> _CommitsWritten:
-    """Decode the offset-commit records and append them to offset_commits with their transactions
+    """Decode the offset-commit records among `data_records` and append them to offset_commits with their transactions
     resolved; returns their coverage counts and the records that did not decode.
 
     The commits are nearly all of a run's records, so they are decoded inside the job that writes them
@@ -450,11 +453,12 @@ def _write_offset_commits(
     cached instead and everything is computed from the cache.
     """
     spark = tables.spark
-    starts = awaiting_markers(commit_records)
+    commit_records = data_records.where(is_offset_commit_key(F.col("key")))
+    # Raw columns say which commits await a marker (`awaiting_commits`), with no need to read the keys.
+    starts = awaiting_markers(data_records)
     outcomes = None
     if starts:
-        markers = markers_for(awaiting_commits(commit_records), markers_after(archive, starts))
-        outcomes = transaction_outcomes(awaiting_commits(commit_records), markers)
+        outcomes = transaction_outcomes(awaiting_commits(data_records), markers_after(archive, starts))
     if sum(s.commits for s in starts) > BROADCAST_OUTCOMES_LIMIT:  # one outcome per awaiting commit
         assert outcomes is not None
         decoded = decode_records(commit_records, batch_size).persist(StorageLevel.MEMORY_AND_DISK)
@@ -496,10 +500,10 @@ def run_decode(
     new_raw = tables.changes(RAW_OFFSETS, after_raw_version, up_to)
     data_records = new_raw.where(~F.col("is_control"))
     control_records = new_raw.where(F.col("is_control"))
-    commit_key = is_offset_commit_key(F.col("key"))
     archive = tables.read(RAW_OFFSETS, version=up_to)
 
-    others = decode_records(data_records.where(~commit_key), batch_size).persist(StorageLevel.MEMORY_AND_DISK)
+    not_commits = data_records.where(~is_offset_commit_key(F.col("key")))
+    others = decode_records(not_commits, batch_size).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with step("decode GroupMetadata and other records (coordinator_core.decode_batch)"):
             coverage_rows = [
@@ -507,7 +511,7 @@ def run_decode(
             ]
         commits_before = tables.version(OFFSET_COMMITS)
         with step("decode offset commits into offset_commits"):
-            commits = _write_offset_commits(tables, data_records.where(commit_key), archive, batch_size)
+            commits = _write_offset_commits(tables, data_records, archive, batch_size)
         coverage_rows += commits.coverage
         records_decoded = sum(r[5] for r in coverage_rows if r[4] != "control")
         errors = sum(r[5] for r in coverage_rows if r[4] == "error")
