@@ -110,24 +110,28 @@ class Tables:
             .groupBy(*generation)
             .agg(F.max("source_offset").alias("_current_offset"))
         )
-        newer = (
+        joined = (
             member_rows.join(current, on=generation, how="left")
             .where(F.col("_current_offset").isNull() | (F.col("source_offset") > F.col("_current_offset")))
-            .select(*spec.column_names)
             .persist()
         )
         try:
-            superseded = newer.select(*generation, "source_offset").distinct()
-            (
-                self.delta(spec)
-                .alias("t")
-                .merge(superseded.alias("s"), " AND ".join(f"t.`{c}` = s.`{c}`" for c in generation))
-                .whenMatchedDelete(condition="t.source_offset < s.source_offset")
-                .execute()
-            )
-            self.append(spec, newer)
+            # Rows of generations the table already holds supersede those rows: delete them first. Most
+            # runs only bring new generations, and then the MERGE (seconds, even when it deletes nothing)
+            # is skipped.
+            superseded = joined.where(F.col("_current_offset").isNotNull()).select(*generation, "source_offset")
+            if superseded.limit(1).count() > 0:
+                (
+                    self.delta(spec)
+                    .alias("t")
+                    .merge(superseded.distinct().alias("s"),
+                           " AND ".join(f"t.`{c}` = s.`{c}`" for c in generation))
+                    .whenMatchedDelete(condition="t.source_offset < s.source_offset")
+                    .execute()
+                )
+            self.append(spec, joined.select(*spec.column_names))
         finally:
-            newer.unpersist()
+            joined.unpersist()
 
     def update_columns(
         self, spec: TableSpec, rows: DataFrame, columns: list[str], only_if: str, target_filter: str = ""
