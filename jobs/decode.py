@@ -9,6 +9,14 @@ change data feed of the append-only archive). Rows keyed by record position are 
 state that spans records is recomputed for the groups/partitions the new records touch: transaction
 outcomes (a COMMIT/ABORT marker resolves earlier commits of its producer in its partition) and
 group_members (a later GroupMetadata record of the same generation supersedes the earlier one).
+
+How the records are decoded: the JVM splits them by key version. Offset commits, nearly all of them, are
+decoded inside the job that appends them to offset_commits, with no cache and no second pass: their
+transaction outcomes are computed beforehand from raw columns alone (positions, producer ids and markers)
+and broadcast to the tasks, and the tasks report coverage counts and undecodable records through an
+accumulator (`jobs.common.boundary.DecodeSideOutput`). The other records (GroupMetadata, KIP-848 and
+unknown types, keys too short to tell) are decoded once into a cache read by the other tables. On 10M
+synthetic records this took the stage from about 3.5x to about 2.5x the plain-copy floor.
 """
 
 from __future__ import annotations
