@@ -39,17 +39,16 @@ no write, read 620k lines/s over both cores; `contains` on the 16 markers brough
 The block scan (split, heads, markers, grouping, candidate texts) reads 450k-600k lines/s on ONE core
 under heavier load, and hands only the candidates to the parser without another serialization.
 
-Where the time goes (4M benchmark lines, 5% coordinator lines, local[2]; CPU seconds per 1M-line file,
-one process, load average ~5-9 on the shared machine, so about 2-3x an idle core): the block scan ~1.0 s
-(the RE2 marker alternation over every line is half of it), the column-wise classification of its ~49k
-candidates ~0.5 s (it was ~2.9 s, ~58 us per entry, with classify_log_entry per entry). The rest is the
-JVM's, now about 70% of the CPU of a warm run (15 of 22 CPU seconds; cold runs add JIT and code generation):
-in a JFR profile, compressing the scan output into the columnar cache (dictionary and run-length statistics
-over every string column, the entry texts included) ~30%, Parquet encoding ~20%, row conversions ~15%,
-Delta's statistics on the first 32 columns of coordinator_events ~10% (that append takes twice as long as a
-plain Parquet write of the same rows). Caching the scan with `localCheckpoint` instead of `persist` measured
-17 instead of 22-30 CPU seconds warm (27 instead of 37-43 cold), but a lost executor would then fail the
-run instead of re-reading its files.
+Where the time goes (benchmarks/logs_bench.py: 16M lines, 3.1 GB in 8 files, 5% coordinator lines,
+785k entries archived, 698k events; local[2], warm JVM, ~17 s for the run): the block scan ~0.53 CPU
+seconds per 1M lines on an idle core, half of it the RE2 marker alternation over every line (Arrow's
+literal search and a per-anchor `bytes.find` were measured and were no faster); the column-wise
+classification ~6 us per entry. The rest, a little over half the CPU, is the JVM's: turning the scan's
+Arrow batches into rows, the cache, and the Parquet encoding of the two appends (coordinator_events, 35
+columns, ~5 s for 698k rows; raw_log_lines ~2 s). The cache is built uncompressed (compressing it cost
+~3 s of the ~19 s run), and log_file_reads is written from the file rows already on the driver. Caching
+with `localCheckpoint` instead of `persist` saved a further ~1 s but would fail the run when an executor
+is lost, so it is not used.
 """
 
 from __future__ import annotations
