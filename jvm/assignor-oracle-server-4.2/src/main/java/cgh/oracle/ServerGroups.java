@@ -1,0 +1,1 @@
+../../../../../../assignor-oracle/src/main/java/cgh/oracle/ServerGroups.java
