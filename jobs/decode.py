@@ -492,6 +492,78 @@ def _write_offset_commits(
     return _CommitsWritten(coverage, None)
 
 
+#: Previously open commits resolved by a run are collected to the driver and MERGEd from there; more than
+#: this (a fleet of stuck transactional producers) and the MERGE reads them as a distributed source.
+RESOLVED_COLLECT_LIMIT = 100_000
+
+
+def resolvable_open_commits(offset_commits: DataFrame, run_markers: DataFrame) -> DataFrame:
+    """The open commits (`awaiting_commits` with outcome open) of the producers that wrote a marker in the
+    same partition in this run: the only ones this run can decide."""
+    open_commits = awaiting_commits(offset_commits.where(F.col("transaction_outcome") == TXN_OPEN))
+    producers = ["cluster", "partition", "producer_id"]
+    return open_commits.join(run_markers.select(*producers), on=producers, how="left_semi")
+
+
+def resolve_previously_open(offset_commits: DataFrame, run_markers: DataFrame) -> DataFrame:
+    """(cluster, partition, offset, transaction_outcome, transaction_marker_offset) of the commits left open by
+    earlier runs that this run's markers decide.
+
+    Only this run's markers are needed: a marker archived by an earlier run at a higher offset than an
+    open commit would have decided it when the later of the two was decoded (the run that archives a
+    commit resolves it against the whole archive), so the first marker after a still-open commit is
+    among the markers archived since.
+    """
+    candidates = resolvable_open_commits(offset_commits, run_markers)
+    return transaction_outcomes(candidates, run_markers).where(F.col("transaction_outcome") != TXN_OPEN)
+
+
+def _position_filter(rows: list[Any]) -> Column | None:
+    """A target filter on (cluster, partition, offset range) per partition of `rows`: lets Delta skip
+    offset_commits files by statistics. None when there are too many partitions to spell out."""
+    ranges: dict[tuple[str, int], tuple[int, int]] = {}
+    for r in rows:
+        key = (r["cluster"], r["partition"])
+        lo, hi = ranges.get(key, (r["offset"], r["offset"]))
+        ranges[key] = (min(lo, r["offset"]), max(hi, r["offset"]))
+    if not ranges or len(ranges) > _PER_PARTITION_FILTER_LIMIT:
+        return None
+    return reduce(operator.or_, [
+        (F.col("t.cluster") == c) & (F.col("t.partition") == p) & F.col("t.offset").between(lo, hi)
+        for (c, p), (lo, hi) in ranges.items()
+    ])
+
+
+def _update_previously_open(tables: Tables, run_markers: DataFrame) -> int:
+    """Set the outcome of the commits left open by earlier runs that this run's markers decide (a MERGE
+    update of offset_commits, skipped when none is). Returns how many were resolved.
+
+    The resolved commits are few (transactions that spanned the end of the previous run), so they are
+    collected and the MERGE reads them from the driver: the MERGE neither re-reads offset_commits nor
+    recomputes the outcomes to materialize its source, and its target filter narrows the files it scans
+    to the partitions and offsets concerned.
+    """
+    resolved = resolve_previously_open(tables.read(OFFSET_COMMITS), run_markers)
+    rows = resolved.limit(RESOLVED_COLLECT_LIMIT + 1).collect()
+    if not rows:
+        return 0
+    open_target = F.col("t.transaction_outcome") == TXN_OPEN
+    if len(rows) > RESOLVED_COLLECT_LIMIT:
+        source, target_filter = resolved, open_target
+    else:
+        source = tables.spark.createDataFrame(rows, resolved.schema)
+        positions = _position_filter(rows)
+        target_filter = open_target if positions is None else open_target & positions
+    tables.update_columns(
+        OFFSET_COMMITS,
+        source,
+        ["transaction_outcome", "transaction_marker_offset"],
+        only_if=f"t.transaction_outcome = '{TXN_OPEN}'",
+        target_filter=target_filter,
+    )
+    return len(rows)
+
+
 def run_decode(
     tables: Tables, run_id: str, after_raw_version: int, batch_size: int
 ) -> DecodeResult:
@@ -517,7 +589,12 @@ def run_decode(
             coverage_rows = [
                 tuple(r)[1:] for r in decode_coverage_rows(others, control_records, run_id).collect()
             ]
-        commits_before = tables.version(OFFSET_COMMITS)
+        # Commits left open by earlier runs that this run's markers decide. Updated before this run's commits
+        # are appended: the candidates and the MERGE then read the one offset_commits snapshot the run starts
+        # from (reading each new table version costs a Delta state reconstruction).
+        if any(r[4] == "control" for r in coverage_rows) and tables.version(OFFSET_COMMITS) > 0:
+            with step("resolve transactions left open by earlier runs"):
+                _update_previously_open(tables, transaction_markers(control_records))
         with step("decode offset commits into offset_commits"):
             commits = _write_offset_commits(tables, data_records, archive, batch_size)
         coverage_rows += commits.coverage
@@ -531,28 +608,6 @@ def run_decode(
             s in ("decoded", "tombstone", "unknown_type") and (t is None or t > GROUP_METADATA_TYPE)
             for t, s in present
         )
-        has_controls = any(s == "control" for _, s in present)
-
-        # Commits left open by earlier runs can be resolved by this run's markers (this run's own commits
-        # were resolved against every marker up to now).
-        if has_controls and commits_before > 0:
-            previously_open = tables.read(OFFSET_COMMITS, version=commits_before).where(
-                F.col("transaction_outcome") == TXN_OPEN
-            )
-            starts = awaiting_markers(previously_open)
-            if starts:
-                with step("re-resolve open transactions"):
-                    markers = markers_for(previously_open, markers_after(archive, starts))
-                    now_resolved = resolve_transactions(previously_open, markers).where(
-                        F.col("transaction_outcome") != TXN_OPEN
-                    )
-                    tables.update_columns(
-                        OFFSET_COMMITS,
-                        now_resolved,
-                        ["transaction_outcome", "transaction_marker_offset"],
-                        only_if=f"t.transaction_outcome = '{TXN_OPEN}'",
-                        target_filter=f"t.transaction_outcome = '{TXN_OPEN}'",
-                    )
         if has_group_metadata:
             with step("group_metadata, group_members"):
                 tables.append(GROUP_METADATA, group_metadata_rows(others))

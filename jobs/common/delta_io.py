@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from schemas import TableSpec
@@ -134,16 +134,17 @@ class Tables:
             joined.unpersist()
 
     def update_columns(
-        self, spec: TableSpec, rows: DataFrame, columns: list[str], only_if: str, target_filter: str = ""
+        self, spec: TableSpec, rows: DataFrame, columns: list[str], only_if: str,
+        target_filter: Column | None = None,
     ) -> None:
         """Set `columns` on existing rows matched by grain, where the SQL condition `only_if` holds.
 
         `target_filter` (on `t.` columns only) joins the match condition so Delta can skip every file
         whose statistics rule it out, instead of scanning the whole table.
         """
-        condition = " AND ".join(f"t.`{c}` = s.`{c}`" for c in spec.grain)
-        if target_filter:
-            condition = f"({target_filter}) AND {condition}"
+        condition = F.expr(" AND ".join(f"t.`{c}` = s.`{c}`" for c in spec.grain))
+        if target_filter is not None:
+            condition = target_filter & condition
         (
             self.delta(spec)
             .alias("t")

@@ -19,6 +19,7 @@ from jobs.decode import (
     awaiting_markers,
     markers_after,
     offset_commit_rows,
+    resolve_previously_open,
     resolve_transactions,
     resolved_commits,
     transaction_markers,
@@ -185,6 +186,31 @@ def test_resolved_commits_without_awaiting_commits_does_not_read_the_archive(spa
     )
     equal(resolved_commits(commits, archive), expected)
     equal(resolve_transactions(commits, transaction_markers(raw_frame(spark, []))), expected)
+
+
+def test_resolve_previously_open_takes_the_first_later_marker_of_this_run(spark: SparkSession) -> None:
+    table = spark.createDataFrame(
+        [
+            _in(0, _commit(15, 70, outcome="open")),  # COMMIT at 20 is the first marker after it
+            _in(0, _commit(25, 70, outcome="open")),  # the ABORT at 30
+            _in(0, _commit(12, 71, outcome="open")),  # producer 71's only marker of this run is before it
+            _in(0, _commit(13, 72, outcome="open")),  # no marker of producer 72 in this run
+            _in(1, _commit(14, 70, outcome="open")),  # producer 70 wrote no marker in partition 1
+            _in(0, _commit(5, 70, outcome="committed", marker=8)),  # decided by an earlier run
+            _in(0, _commit(6, -1, transactional=False)),
+        ],
+        OFFSET_COMMITS.schema,
+    )
+    run_markers = transaction_markers(raw_frame(
+        spark,
+        [_marker(0, 20, 70, "COMMIT"), _marker(0, 30, 70, "ABORT"), _marker(0, 11, 71, "ABORT"),
+         _marker(2, 40, 73, "COMMIT")],
+    ))
+    expected = spark.createDataFrame(
+        [("c1", 0, 15, "committed", 20), ("c1", 0, 25, "aborted", 30)],
+        "cluster string, partition int, offset long, transaction_outcome string, transaction_marker_offset long",
+    )
+    equal(resolve_previously_open(table, run_markers), expected)
 
 
 def test_group_metadata_and_members_latest_record_of_a_generation_wins(spark: SparkSession) -> None:
