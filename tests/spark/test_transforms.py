@@ -19,6 +19,7 @@ from jobs.decode import (
     awaiting_markers,
     markers_after,
     offset_commit_rows,
+    per_partition_condition,
     resolve_previously_open,
     resolve_transactions,
     resolved_commits,
@@ -186,6 +187,15 @@ def test_resolved_commits_without_awaiting_commits_does_not_read_the_archive(spa
     )
     equal(resolved_commits(commits, archive), expected)
     equal(resolve_transactions(commits, transaction_markers(raw_frame(spark, []))), expected)
+
+
+def test_per_partition_condition_quotes_cluster_names(spark: SparkSession) -> None:
+    rows = spark.createDataFrame(
+        [("it's", 0, 5), ("it's", 0, 9), ("it's", 1, 9), ("a\\b", 0, 9), ("a", 0, 9)],
+        "cluster string, partition int, offset long",
+    )
+    condition = per_partition_condition({("it's", 0): "offset > 5", ("a\\b", 0): "offset >= 9"})
+    assert sorted(tuple(r) for r in rows.where(condition).collect()) == [("a\\b", 0, 9), ("it's", 0, 9)]
 
 
 def test_resolve_previously_open_takes_the_first_later_marker_of_this_run(spark: SparkSession) -> None:
