@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -181,12 +182,43 @@ def new_run_id(now: dt.datetime) -> str:
     return f"{now:%Y%m%dT%H%M%S%f}Z-{secrets.token_hex(3)}"
 
 
-def last_committed(tables: Tables) -> CommittedState:
+#: The key of the run's commit note: the userMetadata of the Delta commit that appends its ingest_runs row.
+COMMIT_NOTE_KEY = "consumer_group_history.committed_run"
+
+
+def commit_note(state: CommittedState) -> str:
+    """The committed state, as the note of the ingest_runs commit that records the run (the row's values)."""
+    return json.dumps({COMMIT_NOTE_KEY: {"run_id": state.run_id, "raw_version_decoded": state.raw_version_decoded,
+                                         "table_versions": state.table_versions}})
+
+
+def last_committed_row(tables: Tables) -> CommittedState:
+    """The committed state from the latest ingest_runs row."""
     last = tables.read(INGEST_RUNS).orderBy(F.col("run_id").desc()).limit(1).collect()
     if not last:
         return CommittedState(None, 0, {})
     row = last[0]
     return CommittedState(row["run_id"], int(row["raw_version_decoded"]), dict(row["table_versions"]))
+
+
+def last_committed(tables: Tables) -> CommittedState:
+    """What the last successful run left.
+
+    Read from the note of ingest_runs' latest commit (`commit_note`: one small read of the Delta log)
+    rather than from the table (a Delta state reconstruction and a query, about a second per run); from
+    the table when the latest commit has no note (a table compacted or written before notes existed).
+    """
+    if tables.version(INGEST_RUNS) == 0:  # only the table's creation: no run committed yet
+        return CommittedState(None, 0, {})
+    note = tables.last_commit_note(INGEST_RUNS)
+    try:
+        state = json.loads(note)[COMMIT_NOTE_KEY] if note else None
+    except (ValueError, TypeError, KeyError):
+        state = None
+    if not isinstance(state, dict):
+        return last_committed_row(tables)
+    return CommittedState(state["run_id"], int(state["raw_version_decoded"]),
+                          {name: int(v) for name, v in state["table_versions"].items()})
 
 
 def recover(tables: Tables, committed: CommittedState, stages: Sequence[Stage]) -> list[str]:
@@ -257,7 +289,9 @@ def run_nightly(
     table_versions = {spec.name: tables.version(spec) for spec in ALL_TABLES if spec is not INGEST_RUNS}
     finished_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     row = _ingest_runs_row(ctx, finished_at, table_versions)
-    tables.append(INGEST_RUNS, spark.createDataFrame([row], INGEST_RUNS.schema))
+    decoded = ctx.decode.raw_version_decoded if ctx.decode else committed.raw_version_decoded
+    tables.append(INGEST_RUNS, spark.createDataFrame([row], INGEST_RUNS.schema),
+                  commit_note=commit_note(CommittedState(ctx.run_id, decoded, table_versions)))
     return ctx
 
 

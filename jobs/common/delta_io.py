@@ -12,6 +12,10 @@ from pyspark.sql import functions as F
 
 from schemas import TableSpec
 
+#: Generations of a run that group_members already holds, collected to the driver to supersede them; more
+#: (a run re-reading much of the archive) and the join stays distributed.
+GENERATIONS_COLLECTED = 100_000
+
 
 @dataclass(frozen=True)
 class Tables:
@@ -79,10 +83,19 @@ class Tables:
             raise FileNotFoundError(f"{self.path(spec)} is not a Delta table")
         return max(versions)
 
-    def append(self, spec: TableSpec, rows: DataFrame) -> None:
-        """Append rows that already have exactly the table's schema."""
+    def append(self, spec: TableSpec, rows: DataFrame, commit_note: str | None = None) -> None:
+        """Append rows that already have exactly the table's schema (`commit_note`: the commit's
+        userMetadata, read back by `last_commit_note`)."""
         _check_schema(spec, rows)
-        rows.write.format("delta").mode("append").save(self.path(spec))
+        writer = rows.write.format("delta").mode("append")
+        if commit_note is not None:
+            writer = writer.option("userMetadata", commit_note)
+        writer.save(self.path(spec))
+
+    def last_commit_note(self, spec: TableSpec) -> str | None:
+        """The userMetadata of the table's latest commit (read from its log; the table is not scanned)."""
+        latest = self.delta(spec).history(1).select("userMetadata").collect()
+        return latest[0]["userMetadata"] if latest else None
 
     def insert_if_absent(self, spec: TableSpec, rows: DataFrame) -> None:
         """Insert rows whose grain is not in the table yet (a re-run of the same rows changes nothing)."""
@@ -102,36 +115,36 @@ class Tables:
 
         Rows from a record older than what the table already has for that generation are dropped; the
         table's rows of a generation superseded by a newer record are deleted, then the new rows appended.
+        The table is read only for the generations the rows bring, and what it holds of them comes back to
+        the driver in one small query: most runs bring only new generations and then simply append.
         """
         _check_schema(spec, member_rows)
         generation = ["cluster", "group_id", "generation"]
         current = (
             self.read(spec, version=self.version(spec))
+            .join(member_rows.select(*generation).distinct(), on=generation, how="left_semi")
             .groupBy(*generation)
             .agg(F.max("source_offset").alias("_current_offset"))
         )
-        joined = (
-            member_rows.join(current, on=generation, how="left")
-            .where(F.col("_current_offset").isNull() | (F.col("source_offset") > F.col("_current_offset")))
-            .persist()
+        held = current.limit(GENERATIONS_COLLECTED + 1).collect()
+        if not held:
+            self.append(spec, member_rows)
+            return
+        if len(held) <= GENERATIONS_COLLECTED:
+            current = self.spark.createDataFrame(held, current.schema)
+        joined = member_rows.join(current, on=generation, how="left").where(
+            F.col("_current_offset").isNull() | (F.col("source_offset") > F.col("_current_offset"))
         )
-        try:
-            # Rows of generations the table already holds supersede those rows: delete them first. Most
-            # runs only bring new generations, and then the MERGE (seconds, even when it deletes nothing)
-            # is skipped.
-            superseded = joined.where(F.col("_current_offset").isNotNull()).select(*generation, "source_offset")
-            if superseded.limit(1).count() > 0:
-                (
-                    self.delta(spec)
-                    .alias("t")
-                    .merge(superseded.distinct().alias("s"),
-                           " AND ".join(f"t.`{c}` = s.`{c}`" for c in generation))
-                    .whenMatchedDelete(condition="t.source_offset < s.source_offset")
-                    .execute()
-                )
-            self.append(spec, joined.select(*spec.column_names))
-        finally:
-            joined.unpersist()
+        # Rows of generations the table already holds supersede those rows: delete them first.
+        superseded = joined.where(F.col("_current_offset").isNotNull()).select(*generation, "source_offset")
+        (
+            self.delta(spec)
+            .alias("t")
+            .merge(superseded.distinct().alias("s"), " AND ".join(f"t.`{c}` = s.`{c}`" for c in generation))
+            .whenMatchedDelete(condition="t.source_offset < s.source_offset")
+            .execute()
+        )
+        self.append(spec, joined.select(*spec.column_names))
 
     def update_columns(
         self, spec: TableSpec, rows: DataFrame, columns: list[str], only_if: str,

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from jobs.common.config import Config, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.nightly import STAGES, StoppedAfterStage, run_nightly
+from jobs.nightly import STAGES, StoppedAfterStage, last_committed, last_committed_row, run_nightly
 from schemas import (
     ALL_TABLES,
     CONSUMER_GROUP_RECORDS,
@@ -149,6 +149,20 @@ def test_run_is_committed_with_its_summary(spark: SparkSession, clean_run: Confi
             for e in r["segment_errors"]] == [(True, "crc_mismatch")]
     assert set(r["table_versions"]) == {s.name for s in ALL_TABLES} - {"ingest_runs"}
     assert set(r["stage_seconds"]) == {"ingest", "decode"}
+
+
+def test_the_committed_state_is_read_from_the_commit_note_or_else_from_the_row(
+    spark: SparkSession, clean_run: Config
+) -> None:
+    tables = tables_of(spark, clean_run)
+    from_row = last_committed_row(tables)
+    assert from_row.run_id is not None and from_row.raw_version_decoded > 0
+    assert tables.last_commit_note(INGEST_RUNS) is not None
+    assert last_committed(tables) == from_row  # the note holds the row's values
+    # a later commit without a note (a compaction, a table written before notes): the row is read instead
+    spark.sql(f"ALTER TABLE delta.`{tables.path(INGEST_RUNS)}` SET TBLPROPERTIES ('cgh.test' = 'no note')")
+    assert tables.last_commit_note(INGEST_RUNS) is None
+    assert last_committed(tables) == from_row
 
 
 def test_tables_are_created_from_the_contract(spark: SparkSession, clean_run: Config) -> None:
