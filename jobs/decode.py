@@ -503,11 +503,6 @@ def _write_offset_commits(
     return _CommitsWritten(coverage, None)
 
 
-#: Previously open commits resolved by a run are collected to the driver and MERGEd from there; more than
-#: this (a fleet of stuck transactional producers) and the MERGE reads them as a distributed source.
-RESOLVED_COLLECT_LIMIT = 100_000
-
-
 def resolvable_open_commits(offset_commits: DataFrame, run_markers: DataFrame) -> DataFrame:
     """The open commits (`awaiting_commits` with outcome open) of the producers that wrote a marker in the
     same partition in this run: the only ones this run can decide."""
@@ -554,19 +549,18 @@ def _update_previously_open(tables: Tables, run_markers: DataFrame) -> int:
     to the partitions and offsets concerned.
     """
     resolved = resolve_previously_open(tables.read(OFFSET_COMMITS), run_markers)
-    rows = resolved.limit(RESOLVED_COLLECT_LIMIT + 1).collect()
+    # Bounded by the transactional offset commits in flight at the end of the previous run (a `limit` would
+    # make the collect scan partitions in several jobs).
+    rows = resolved.collect()
     if not rows:
         return 0
-    open_target = F.col("t.transaction_outcome") == TXN_OPEN
-    if len(rows) > RESOLVED_COLLECT_LIMIT:
-        source, target_filter = resolved, open_target
-    else:
-        source = tables.spark.createDataFrame(rows, resolved.schema)
-        positions = _position_filter(rows)
-        target_filter = open_target if positions is None else open_target & positions
+    target_filter = F.col("t.transaction_outcome") == TXN_OPEN
+    positions = _position_filter(rows)
+    if positions is not None:
+        target_filter = target_filter & positions
     tables.update_columns(
         OFFSET_COMMITS,
-        source,
+        tables.spark.createDataFrame(rows, resolved.schema),
         ["transaction_outcome", "transaction_marker_offset"],
         only_if=f"t.transaction_outcome = '{TXN_OPEN}'",
         target_filter=target_filter,

@@ -12,10 +12,6 @@ from pyspark.sql import functions as F
 
 from schemas import TableSpec
 
-#: Generations of a run that group_members already holds, collected to the driver to supersede them; more
-#: (a run re-reading much of the archive) and the join stays distributed.
-GENERATIONS_COLLECTED = 100_000
-
 
 @dataclass(frozen=True)
 class Tables:
@@ -126,12 +122,13 @@ class Tables:
             .groupBy(*generation)
             .agg(F.max("source_offset").alias("_current_offset"))
         )
-        held = current.limit(GENERATIONS_COLLECTED + 1).collect()
+        # Few: the generations a run writes again (a static member replaced) or brings late. (A `limit` would
+        # make the collect scan partitions in several jobs.)
+        held = current.collect()
         if not held:
             self.append(spec, member_rows)
             return
-        if len(held) <= GENERATIONS_COLLECTED:
-            current = self.spark.createDataFrame(held, current.schema)
+        current = self.spark.createDataFrame(held, current.schema)
         joined = member_rows.join(current, on=generation, how="left").where(
             F.col("_current_offset").isNull() | (F.col("source_offset") > F.col("_current_offset"))
         )

@@ -384,11 +384,7 @@ def test_segment_files_are_listed_with_partition_and_cluster(spark: SparkSession
     equal(named, spark.createDataFrame([("prod", 12, str(a))], "cluster string, partition int, path string"))
 
 
-@pytest.mark.parametrize("collected", [100_000, 0], ids=["held-generations-collected", "distributed-join"])
-def test_replace_generations_keeps_the_members_of_the_latest_record(  # type: ignore[no-untyped-def]
-    spark: SparkSession, tables, collected: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("jobs.common.delta_io.GENERATIONS_COLLECTED", collected)
+def test_replace_generations_keeps_the_members_of_the_latest_record(spark: SparkSession, tables) -> None:  # type: ignore[no-untyped-def]
     tables.ensure(GROUP_MEMBERS)
 
     def members(offset: int, ids: list[str]):  # type: ignore[no-untyped-def]
