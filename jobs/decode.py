@@ -97,16 +97,6 @@ def transaction_markers(raw_offsets: DataFrame) -> DataFrame:
     ).select("cluster", "partition", "producer_id", "offset", "control_type")
 
 
-def markers_for(offset_commits: DataFrame, markers: DataFrame) -> DataFrame:
-    """Only the markers of producers that wrote transactional commits in the same partition."""
-    producers = (
-        offset_commits.where(F.col("is_transactional"))
-        .select("cluster", "partition", "producer_id")
-        .distinct()
-    )
-    return markers.join(producers, on=["cluster", "partition", "producer_id"], how="left_semi")
-
-
 def awaiting_commits(records: DataFrame) -> DataFrame:
     """(cluster, partition, producer_id, offset) of the records whose outcome a transaction marker decides:
     transactional ones with a producer id. Takes offset_commits rows or raw data records (not control
@@ -259,13 +249,24 @@ def resolve_transactions(offset_commits: DataFrame, markers: DataFrame) -> DataF
     return with_outcomes(offset_commits, outcomes, broadcast=False)
 
 
+def archived_outcomes(records: DataFrame, raw_offsets: DataFrame) -> tuple[int, DataFrame | None]:
+    """The `transaction_outcomes` of the `awaiting_commits` among `records` (offset_commits rows or raw data
+    records) against the markers archived in `raw_offsets` (`markers_after`), and how many commits await
+    one. One small aggregate first: with none awaiting, (0, None) and the archive is not read at all."""
+    starts = awaiting_markers(records)
+    if not starts:
+        return 0, None
+    outcomes = transaction_outcomes(awaiting_commits(records), markers_after(raw_offsets, starts))
+    return sum(s.commits for s in starts), outcomes
+
+
 def resolved_commits(offset_commits: DataFrame, raw_offsets: DataFrame) -> DataFrame:
     """offset_commits rows with their transactions resolved against the markers archived in `raw_offsets`
-    (one small aggregate first: without commits awaiting a marker, the archive is not read at all)."""
-    starts = awaiting_markers(offset_commits)
-    if not starts:
+    (`archived_outcomes`, as the decode stage computes them)."""
+    _, outcomes = archived_outcomes(offset_commits, raw_offsets)
+    if outcomes is None:
         return without_markers(offset_commits)
-    return resolve_transactions(offset_commits, markers_for(offset_commits, markers_after(raw_offsets, starts)))
+    return with_outcomes(offset_commits, outcomes, broadcast=False)
 
 
 def group_metadata_rows(decoded: DataFrame) -> DataFrame:
@@ -475,11 +476,8 @@ def _write_offset_commits(
     spark = tables.spark
     commit_records = data_records.where(is_offset_commit_key(F.col("key")))
     # Raw columns say which commits await a marker (`awaiting_commits`), with no need to read the keys.
-    starts = awaiting_markers(data_records)
-    outcomes = None
-    if starts:
-        outcomes = transaction_outcomes(awaiting_commits(data_records), markers_after(archive, starts))
-    if sum(s.commits for s in starts) > BROADCAST_OUTCOMES_LIMIT:  # one outcome per awaiting commit
+    awaiting, outcomes = archived_outcomes(data_records, archive)
+    if awaiting > BROADCAST_OUTCOMES_LIMIT:  # one outcome per awaiting commit
         assert outcomes is not None
         decoded = decode_records(commit_records, batch_size).persist(StorageLevel.MEMORY_AND_DISK)
         try:

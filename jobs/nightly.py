@@ -234,7 +234,8 @@ def recover(tables: Tables, committed: CommittedState, stages: Sequence[Stage]) 
     return restored
 
 
-def _ingest_runs_row(ctx: RunContext, finished_at: dt.datetime, table_versions: dict[str, int]) -> tuple:
+def _ingest_runs_row(ctx: RunContext, finished_at: dt.datetime, state: CommittedState) -> tuple:
+    """The run's ingest_runs row; `state` is what it commits (also the commit's note)."""
     ingest = ctx.ingest or IngestResult(source_mode="none")
     decode = ctx.decode or DecodeResult(ctx.committed.raw_version_decoded, 0, 0, [])
     return (
@@ -253,8 +254,8 @@ def _ingest_runs_row(ctx: RunContext, finished_at: dt.datetime, table_versions: 
             for p in ingest.partitions
         ],
         [(e["file"], e["position"], e["error"]) for e in ingest.segment_errors],
-        decode.raw_version_decoded,
-        table_versions,
+        state.raw_version_decoded,
+        state.table_versions,
         dict(ctx.stage_seconds),
     )
 
@@ -288,10 +289,10 @@ def run_nightly(
             raise StoppedAfterStage(stage.name)
     table_versions = {spec.name: tables.version(spec) for spec in ALL_TABLES if spec is not INGEST_RUNS}
     finished_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-    row = _ingest_runs_row(ctx, finished_at, table_versions)
     decoded = ctx.decode.raw_version_decoded if ctx.decode else committed.raw_version_decoded
-    tables.append(INGEST_RUNS, spark.createDataFrame([row], INGEST_RUNS.schema),
-                  commit_note=commit_note(CommittedState(ctx.run_id, decoded, table_versions)))
+    state = CommittedState(ctx.run_id, decoded, table_versions)
+    row = _ingest_runs_row(ctx, finished_at, state)
+    tables.append(INGEST_RUNS, spark.createDataFrame([row], INGEST_RUNS.schema), commit_note=commit_note(state))
     return ctx
 
 
