@@ -249,14 +249,26 @@ def resolve_transactions(offset_commits: DataFrame, markers: DataFrame) -> DataF
     return with_outcomes(offset_commits, outcomes, broadcast=False)
 
 
-def archived_outcomes(records: DataFrame, raw_offsets: DataFrame) -> tuple[int, DataFrame | None]:
+def archived_outcomes(
+    records: DataFrame,
+    raw_offsets: DataFrame,
+    starts: list[AwaitingPartition] | None = None,
+    markers: DataFrame | None = None,
+) -> tuple[int, DataFrame | None]:
     """The `transaction_outcomes` of the `awaiting_commits` among `records` (offset_commits rows or raw data
     records) against the markers archived in `raw_offsets` (`markers_after`), and how many commits await
-    one. One small aggregate first: with none awaiting, (0, None) and the archive is not read at all."""
-    starts = awaiting_markers(records)
+    one. One small aggregate first (`awaiting_markers`, unless `starts` gives its result): with none
+    awaiting, (0, None) and the archive is not read at all.
+
+    `markers`, when given, are all the markers that can decide `records` (the decode stage knows when
+    they are the run's own: `RunTransactions.follows`); the archive is then not read either.
+    """
+    starts = awaiting_markers(records) if starts is None else starts
     if not starts:
         return 0, None
-    outcomes = transaction_outcomes(awaiting_commits(records), markers_after(raw_offsets, starts))
+    if markers is None:
+        markers = markers_after(raw_offsets, starts)
+    outcomes = transaction_outcomes(awaiting_commits(records), markers)
     return sum(s.commits for s in starts), outcomes
 
 
@@ -438,6 +450,8 @@ class DecodeResult:
     records_decoded: int
     decode_errors: int
     coverage: list[tuple[str, int | None, str | None, int | None, str, int]]
+    #: the transaction state after the run, for the next one; None when not known
+    transactions: TransactionState | None = None
 
 
 #: Awaiting commits whose outcomes are broadcast to the decoding tasks; with more, the decoded commits are
@@ -462,7 +476,12 @@ class _CommitsWritten:
 
 
 def _write_offset_commits(
-    tables: Tables, data_records: DataFrame, archive: DataFrame, batch_size: int
+    tables: Tables,
+    data_records: DataFrame,
+    archive: DataFrame,
+    batch_size: int,
+    starts: list[AwaitingPartition],
+    run_markers: DataFrame | None,
 ) -> _CommitsWritten:
     """Decode the offset-commit records among `data_records` and append them to offset_commits with their transactions
     resolved; returns their coverage counts and the records that did not decode.
@@ -476,7 +495,7 @@ def _write_offset_commits(
     spark = tables.spark
     commit_records = data_records.where(is_offset_commit_key(F.col("key")))
     # Raw columns say which commits await a marker (`awaiting_commits`), with no need to read the keys.
-    awaiting, outcomes = archived_outcomes(data_records, archive)
+    awaiting, outcomes = archived_outcomes(data_records, archive, starts, run_markers)
     if awaiting > BROADCAST_OUTCOMES_LIMIT:  # one outcome per awaiting commit
         assert outcomes is not None
         decoded = decode_records(commit_records, batch_size).persist(StorageLevel.MEMORY_AND_DISK)
@@ -567,8 +586,187 @@ def _update_previously_open(tables: Tables, run_markers: DataFrame) -> int:
     return len(rows)
 
 
+#: Open producers kept in a run's commit note; with more, the next run finds them with a scan instead.
+TRANSACTION_STATE_LIMIT = 10_000
+
+Partition = tuple[str, int]
+Producer = tuple[str, int, int]
+
+
+@dataclass(frozen=True)
+class TransactionState:
+    """What the archive held after a run, as far as transactions go: the last offset archived in each
+    `__consumer_offsets` partition and the producers with commits still open there (with the offset range
+    of those commits).
+
+    Carried from run to run in the commit note (`jobs.nightly.commit_note`), it spares a run the two
+    reads that otherwise look back into the tables: the scan of offset_commits for the transactions
+    left open, and the lookup of markers in the archive. Either read is done instead when the state is
+    not known (`archived_transaction_state`).
+    """
+
+    last_offsets: dict[Partition, int]
+    open_producers: dict[Producer, tuple[int, int]]
+
+    def to_json(self) -> dict[str, Any] | None:
+        """A JSON-ready form; None when there are too many open producers to carry."""
+        if len(self.open_producers) > TRANSACTION_STATE_LIMIT:
+            return None
+        return {
+            "last_offsets": [[c, p, o] for (c, p), o in sorted(self.last_offsets.items())],
+            "open_producers": [[c, p, x, lo, hi] for (c, p, x), (lo, hi) in sorted(self.open_producers.items())],
+        }
+
+    @staticmethod
+    def from_json(data: Any) -> TransactionState | None:
+        """The state from `to_json`'s form; None for anything else (the tables are read instead)."""
+        try:
+            return TransactionState(
+                {(str(c), int(p)): int(o) for c, p, o in data["last_offsets"]},
+                {(str(c), int(p), int(x)): (int(lo), int(hi)) for c, p, x, lo, hi in data["open_producers"]},
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+@dataclass(frozen=True)
+class RunTransactions:
+    """A run's new records summed up per partition and producer (`run_transactions`, one aggregate)."""
+
+    first_offsets: dict[Partition, int]
+    last_offsets: dict[Partition, int]
+    #: per partition: the first commit awaiting a marker and how many do (`awaiting_markers`'s result)
+    awaiting: list[AwaitingPartition]
+    #: per producer: its first marker in the run (offset, COMMIT/ABORT)
+    first_markers: dict[Producer, tuple[int, str]]
+    #: per producer: the offsets of its commits after its last marker in the run (still open after it)
+    open_after: dict[Producer, tuple[int, int]]
+
+    def follows(self, before: TransactionState) -> bool:
+        """Whether every partition's new records come after everything archived before (`before`): then
+        no marker archived earlier can follow any of them, and the run's own markers decide everything
+        that this run can decide. Only a backfill of older offsets breaks this."""
+        return all(first > before.last_offsets.get(key, -1) for key, first in self.first_offsets.items())
+
+    def decided(self, before: TransactionState) -> dict[Producer, tuple[str, int]]:
+        """The producers open `before` that this run decides: (outcome, marker offset) from their first
+        marker in the run, which, when the run `follows` `before`, is the first marker after every one of
+        their open commits."""
+        outcome = {"COMMIT": TXN_COMMITTED, "ABORT": TXN_ABORTED}
+        decided = {}
+        for key in before.open_producers:
+            if key in self.first_markers:
+                offset, kind = self.first_markers[key]
+                decided[key] = (outcome[kind], offset)
+        return decided
+
+    def after(self, before: TransactionState) -> TransactionState:
+        """The state once this run is decoded (when it `follows` `before`)."""
+        last = dict(before.last_offsets)
+        for partition, offset in self.last_offsets.items():
+            last[partition] = max(offset, last.get(partition, offset))
+        still_open = {key: span for key, span in before.open_producers.items() if key not in self.first_markers}
+        for producer, (lo, hi) in self.open_after.items():
+            earlier = still_open.get(producer)
+            still_open[producer] = (earlier[0], hi) if earlier else (lo, hi)
+        return TransactionState(last, still_open)
+
+
+def run_transactions(new_raw: DataFrame) -> RunTransactions:
+    """`RunTransactions` of a run's new raw records: one aggregate per (partition, producer) of the
+    transactional commits and markers (every other record in one row per partition), collected."""
+    awaiting = ~F.col("is_control") & F.col("is_transactional") & F.col("producer_id").isNotNull()
+    marker = F.col("is_control") & F.col("control_type").isin(*TRANSACTION_MARKERS)
+    rows = (
+        new_raw.groupBy("cluster", "partition", F.when(awaiting | marker, F.col("producer_id")).alias("producer"))
+        .agg(
+            F.min("offset").alias("first_offset"),
+            F.max("offset").alias("last_offset"),
+            F.count(F.when(awaiting, True)).alias("awaiting"),
+            F.min(F.when(awaiting, F.col("offset"))).alias("first_awaiting"),
+            F.max(F.when(awaiting, F.col("offset"))).alias("last_awaiting"),
+            F.min(F.when(marker, F.struct("offset", "control_type"))).alias("first_marker"),
+            F.max(F.when(marker, F.col("offset"))).alias("last_marker"),
+        )
+        .collect()
+    )
+    first: dict[Partition, int] = {}
+    last: dict[Partition, int] = {}
+    starts: dict[Partition, tuple[int, int]] = {}
+    first_markers: dict[Producer, tuple[int, str]] = {}
+    open_after: dict[Producer, tuple[int, int]] = {}
+    for r in rows:
+        key = (r["cluster"], int(r["partition"]))
+        first[key] = min(int(r["first_offset"]), first.get(key, int(r["first_offset"])))
+        last[key] = max(int(r["last_offset"]), last.get(key, int(r["last_offset"])))
+        if r["producer"] is None:
+            continue
+        producer = (*key, int(r["producer"]))
+        if r["awaiting"]:
+            lo, count = starts.get(key, (int(r["first_awaiting"]), 0))
+            starts[key] = (min(lo, int(r["first_awaiting"])), count + int(r["awaiting"]))
+        if r["first_marker"] is not None:
+            first_markers[producer] = (int(r["first_marker"]["offset"]), r["first_marker"]["control_type"])
+        if r["last_awaiting"] is not None and (r["last_marker"] is None or r["last_awaiting"] > r["last_marker"]):
+            lo = int(r["first_awaiting"]) if r["last_marker"] is None else int(r["last_marker"]) + 1
+            open_after[producer] = (lo, int(r["last_awaiting"]))
+    return RunTransactions(
+        first, last, [AwaitingPartition(c, p, lo, n) for (c, p), (lo, n) in sorted(starts.items())],
+        first_markers, open_after,
+    )
+
+
+def archived_transaction_state(tables: Tables, raw_version: int) -> TransactionState:
+    """The `TransactionState` read from the tables (when no commit note carries it): the last offset of
+    each partition in raw_offsets at `raw_version`, and the open commits of offset_commits."""
+    last: dict[Partition, int] = {}
+    if raw_version > 0:
+        for r in (tables.read(RAW_OFFSETS, version=raw_version).groupBy("cluster", "partition")
+                  .agg(F.max("offset").alias("last")).collect()):
+            last[(r["cluster"], int(r["partition"]))] = int(r["last"])
+    open_producers: dict[Producer, tuple[int, int]] = {}
+    if tables.version(OFFSET_COMMITS) > 0:
+        open_commits = awaiting_commits(tables.read(OFFSET_COMMITS).where(F.col("transaction_outcome") == TXN_OPEN))
+        for r in (open_commits.groupBy("cluster", "partition", "producer_id")
+                  .agg(F.min("offset").alias("lo"), F.max("offset").alias("hi")).collect()):
+            open_producers[(r["cluster"], int(r["partition"]), int(r["producer_id"]))] = (int(r["lo"]), int(r["hi"]))
+    return TransactionState(last, open_producers)
+
+
+def _update_decided_producers(
+    tables: Tables, before: TransactionState, decided: dict[Producer, tuple[str, int]]
+) -> None:
+    """Set the outcome of the open commits of the `decided` producers (a MERGE from rows on the driver,
+    keyed by producer; the offset ranges of the open commits narrow the files Delta reads)."""
+    rows = [(c, p, x, outcome, marker) for (c, p, x), (outcome, marker) in decided.items()]
+    schema = "cluster string, partition int, producer_id long, transaction_outcome string, " \
+             "transaction_marker_offset long"
+    ranges: dict[Partition, tuple[int, int]] = {}
+    for c, p, x in decided:
+        lo, hi = before.open_producers[(c, p, x)]
+        seen = ranges.get((c, p), (lo, hi))
+        ranges[(c, p)] = (min(lo, seen[0]), max(hi, seen[1]))
+    target_filter = F.col("t.transaction_outcome") == TXN_OPEN
+    if len(ranges) <= _PER_PARTITION_FILTER_LIMIT:
+        target_filter = target_filter & per_partition_condition(
+            {key: f"t.offset BETWEEN {lo} AND {hi}" for key, (lo, hi) in ranges.items()}, alias="t"
+        )
+    tables.update_columns(
+        OFFSET_COMMITS,
+        tables.spark.createDataFrame(rows, schema),
+        ["transaction_outcome", "transaction_marker_offset"],
+        only_if=f"t.transaction_outcome = '{TXN_OPEN}'",
+        target_filter=target_filter,
+        on=("cluster", "partition", "producer_id"),
+    )
+
+
 def run_decode(
-    tables: Tables, run_id: str, after_raw_version: int, batch_size: int
+    tables: Tables,
+    run_id: str,
+    after_raw_version: int,
+    batch_size: int,
+    transactions: TransactionState | None = None,
 ) -> DecodeResult:
     """Decode the raw_offsets rows appended after `after_raw_version` and write the silver tables.
 
@@ -582,13 +780,15 @@ def run_decode(
     full 10M run was the same either way.
     """
     with session_setting(tables.spark, "spark.sql.adaptive.enabled", "false"):
-        return _decode_new_records(tables, run_id, after_raw_version, batch_size)
+        return _decode_new_records(tables, run_id, after_raw_version, batch_size, transactions)
 
 
-def _decode_new_records(tables: Tables, run_id: str, after_raw_version: int, batch_size: int) -> DecodeResult:
+def _decode_new_records(
+    tables: Tables, run_id: str, after_raw_version: int, batch_size: int, transactions: TransactionState | None
+) -> DecodeResult:
     up_to = tables.version(RAW_OFFSETS)
     if up_to <= after_raw_version:
-        return DecodeResult(after_raw_version, 0, 0, [])
+        return DecodeResult(after_raw_version, 0, 0, [], transactions)
     spark = tables.spark
     new_raw = tables.changes(RAW_OFFSETS, after_raw_version, up_to)
     data_records = new_raw.where(~F.col("is_control"))
@@ -602,14 +802,27 @@ def _decode_new_records(tables: Tables, run_id: str, after_raw_version: int, bat
             coverage_rows = [
                 tuple(r)[1:] for r in decode_coverage_rows(others, control_records, run_id).collect()
             ]
+        with step("transactions: positions, open commits and markers of the new records"):
+            before = transactions or archived_transaction_state(tables, after_raw_version)
+            run = run_transactions(new_raw)
         # Commits left open by earlier runs that this run's markers decide. Updated before this run's commits
-        # are appended: the candidates and the MERGE then read the one offset_commits snapshot the run starts
-        # from (reading each new table version costs a Delta state reconstruction).
-        if any(r[4] == "control" for r in coverage_rows) and tables.version(OFFSET_COMMITS) > 0:
+        # are appended: the MERGE then reads the offset_commits snapshot the run starts from (reading each
+        # new table version costs a Delta state reconstruction).
+        in_order = run.follows(before)
+        if in_order:
+            decided = run.decided(before)
+            if decided:
+                with step(f"resolve {len(decided)} transactions left open by earlier runs"):
+                    _update_decided_producers(tables, before, decided)
+        elif run.first_markers and tables.version(OFFSET_COMMITS) > 0:
+            # Older offsets backfilled: the commits' order against the markers is worked out row by row.
             with step("resolve transactions left open by earlier runs"):
                 _update_previously_open(tables, transaction_markers(control_records))
         with step("decode offset commits into offset_commits"):
-            commits = _write_offset_commits(tables, data_records, archive, batch_size)
+            commits = _write_offset_commits(
+                tables, data_records, archive, batch_size, run.awaiting,
+                transaction_markers(control_records) if in_order else None,
+            )
         coverage_rows += commits.coverage
         records_decoded = sum(r[5] for r in coverage_rows if r[4] != "control")
         errors = sum(r[5] for r in coverage_rows if r[4] == "error")
@@ -638,4 +851,6 @@ def _decode_new_records(tables: Tables, run_id: str, after_raw_version: int, bat
         tables.append(DECODE_COVERAGE, coverage)
     finally:
         others.unpersist()
-    return DecodeResult(up_to, records_decoded, errors, [tuple(r) for r in coverage_rows])
+    # After a backfill the next run reads the state from the tables again.
+    after = run.after(before) if in_order else None
+    return DecodeResult(up_to, records_decoded, errors, [tuple(r) for r in coverage_rows], after)

@@ -34,7 +34,7 @@ from jobs.common.config import Config, load_config
 from jobs.common.delta_io import Tables
 from jobs.common.progress import log
 from jobs.common.session import build_session
-from jobs.decode import DecodeResult, run_decode
+from jobs.decode import DecodeResult, TransactionState, run_decode
 from jobs.history import run_history, touched_groups
 from jobs.ingest import IngestResult, run_ingest_kafka, run_ingest_segments
 from jobs.logs import run_logs
@@ -75,6 +75,8 @@ class CommittedState:
     run_id: str | None
     raw_version_decoded: int
     table_versions: dict[str, int]
+    #: transactions after the decoded records (carried by the commit note only; None: read from the tables)
+    transactions: TransactionState | None = None
 
 
 @dataclass
@@ -112,7 +114,8 @@ def _ingest_stage(ctx: RunContext) -> None:
 
 def _decode_stage(ctx: RunContext) -> None:
     ctx.decode = run_decode(
-        ctx.tables, ctx.run_id, ctx.committed.raw_version_decoded, ctx.config.decode.arrow_batch_size
+        ctx.tables, ctx.run_id, ctx.committed.raw_version_decoded, ctx.config.decode.arrow_batch_size,
+        ctx.committed.transactions,
     )
 
 
@@ -188,8 +191,12 @@ COMMIT_NOTE_KEY = "consumer_group_history.committed_run"
 
 def commit_note(state: CommittedState) -> str:
     """The committed state, as the note of the ingest_runs commit that records the run (the row's values)."""
-    return json.dumps({COMMIT_NOTE_KEY: {"run_id": state.run_id, "raw_version_decoded": state.raw_version_decoded,
-                                         "table_versions": state.table_versions}})
+    return json.dumps({COMMIT_NOTE_KEY: {
+        "run_id": state.run_id,
+        "raw_version_decoded": state.raw_version_decoded,
+        "table_versions": state.table_versions,
+        "transactions": state.transactions.to_json() if state.transactions else None,
+    }})
 
 
 def last_committed_row(tables: Tables) -> CommittedState:
@@ -218,7 +225,8 @@ def last_committed(tables: Tables) -> CommittedState:
     if not isinstance(state, dict):
         return last_committed_row(tables)
     return CommittedState(state["run_id"], int(state["raw_version_decoded"]),
-                          {name: int(v) for name, v in state["table_versions"].items()})
+                          {name: int(v) for name, v in state["table_versions"].items()},
+                          TransactionState.from_json(state.get("transactions")))
 
 
 def recover(tables: Tables, committed: CommittedState, stages: Sequence[Stage]) -> list[str]:
@@ -290,7 +298,8 @@ def run_nightly(
     table_versions = {spec.name: tables.version(spec) for spec in ALL_TABLES if spec is not INGEST_RUNS}
     finished_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     decoded = ctx.decode.raw_version_decoded if ctx.decode else committed.raw_version_decoded
-    state = CommittedState(ctx.run_id, decoded, table_versions)
+    transactions = ctx.decode.transactions if ctx.decode else committed.transactions
+    state = CommittedState(ctx.run_id, decoded, table_versions, transactions)
     row = _ingest_runs_row(ctx, finished_at, state)
     tables.append(INGEST_RUNS, spark.createDataFrame([row], INGEST_RUNS.schema), commit_note=commit_note(state))
     return ctx

@@ -4,6 +4,7 @@ of a crashed run's partial writes)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
@@ -145,14 +146,15 @@ class Tables:
 
     def update_columns(
         self, spec: TableSpec, rows: DataFrame, columns: list[str], only_if: str,
-        target_filter: Column | None = None,
+        target_filter: Column | None = None, on: Sequence[str] | None = None,
     ) -> None:
-        """Set `columns` on existing rows matched by grain, where the SQL condition `only_if` holds.
+        """Set `columns` on existing rows matched by grain (or by the columns `on`: one row of `rows` may
+        then set many), where the SQL condition `only_if` holds.
 
         `target_filter` (on `t.` columns only) joins the match condition so Delta can skip every file
         whose statistics rule it out, instead of scanning the whole table.
         """
-        condition = F.expr(" AND ".join(f"t.`{c}` = s.`{c}`" for c in spec.grain))
+        condition = F.expr(" AND ".join(f"t.`{c}` = s.`{c}`" for c in (on or spec.grain)))
         if target_filter is not None:
             condition = target_filter & condition
         (

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from jobs.common.config import Config, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
+from jobs.decode import archived_transaction_state
 from jobs.nightly import STAGES, StoppedAfterStage, last_committed, last_committed_row, run_nightly
 from schemas import (
     ALL_TABLES,
@@ -158,7 +159,18 @@ def test_the_committed_state_is_read_from_the_commit_note_or_else_from_the_row(
     from_row = last_committed_row(tables)
     assert from_row.run_id is not None and from_row.raw_version_decoded > 0
     assert tables.last_commit_note(INGEST_RUNS) is not None
-    assert last_committed(tables) == from_row  # the note holds the row's values
+    from_note = last_committed(tables)
+    # the note holds the row's values, and the transaction state that only it carries
+    assert dataclasses.replace(from_note, transactions=None) == from_row and from_row.transactions is None
+    # that state is what the tables hold: the last offset of each partition, the producers with open commits
+    # (the note's offset ranges cover the open commits; they may start earlier, just after a marker)
+    assert from_note.transactions is not None
+    archived = archived_transaction_state(tables, from_row.raw_version_decoded)
+    assert from_note.transactions.last_offsets == archived.last_offsets == {("test", 3): 9, ("test", 7): 4}
+    assert from_note.transactions.open_producers.keys() == archived.open_producers.keys() == {("test", 3, 7002)}
+    for producer, (lo, hi) in archived.open_producers.items():
+        noted_lo, noted_hi = from_note.transactions.open_producers[producer]
+        assert noted_lo <= lo and hi == noted_hi
     # a later commit without a note (a compaction, a table written before notes): the row is read instead
     spark.sql(f"ALTER TABLE delta.`{tables.path(INGEST_RUNS)}` SET TBLPROPERTIES ('cgh.test' = 'no note')")
     assert tables.last_commit_note(INGEST_RUNS) is None
@@ -241,3 +253,37 @@ def test_incremental_run_decodes_only_new_records_and_resolves_open_transactions
     assert [tuple(r) for r in commits.select("offset", "committed_offset", "transaction_outcome",
                                              "transaction_marker_offset").collect()] == [
         (7, 30, "committed", 10), (11, 31, None, None)]
+
+
+def test_transactions_across_runs_and_an_older_segment_backfilled(spark: SparkSession, tmp_path: Path) -> None:
+    """The run's own markers decide the commits left open only when its records come after the archive;
+    a backfill of older offsets is resolved by offset order, and the run after it reads the transaction
+    state from the tables (the backfill run commits none)."""
+    source = tmp_path / "copy"
+    txn: dict[str, Any] = {"producer_id": 9001, "producer_epoch": 0, "transactional": True}
+    write_segment(source, 3, [Batch(10, [offset_commit("orders", "t-a", 0, 40, commit_ms=T0 + 10)],
+                                    timestamp_ms=T0 + 10, **txn)])
+    config = segment_config(tmp_path, source)
+    tables = tables_of(spark, config)
+
+    def outcomes() -> list[tuple[Any, ...]]:
+        rows = tables.read(OFFSET_COMMITS).orderBy("offset")
+        return [tuple(r) for r in rows.select("offset", "transaction_outcome", "transaction_marker_offset").collect()]
+
+    run_nightly(spark, config, stages=ARCHIVE_STAGES)
+    assert outcomes() == [(10, "open", None)]
+    assert last_committed(tables).transactions is not None
+    # An older segment copied later: a commit of the same producer and its COMMIT, both before offset 10.
+    # The COMMIT at 1 is this run's first marker of producer 9001, but it does not follow offset 10.
+    write_segment(source, 3, [Batch(0, [offset_commit("orders", "t-a", 0, 38, commit_ms=T0)], timestamp_ms=T0,
+                                    **txn),
+                              marker(1, 9001, "COMMIT", T0 + 1)])
+    run_nightly(spark, config, stages=ARCHIVE_STAGES)
+    assert outcomes() == [(0, "committed", 1), (10, "open", None)]
+    assert last_committed(tables).transactions is None
+    # In order again: the ABORT at 11 ends the transaction of offset 10.
+    write_segment(source, 3, [marker(11, 9001, "ABORT", T0 + 11)])
+    run_nightly(spark, config, stages=ARCHIVE_STAGES)
+    assert outcomes() == [(0, "committed", 1), (10, "aborted", 11)]
+    state = last_committed(tables).transactions
+    assert state is not None and state.open_producers == {} and state.last_offsets == {("test", 3): 11}

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from jobs.common.boundary import decode_records
 from jobs.decode import (
+    AwaitingPartition,
     consumer_group_record_rows,
     decode_coverage_rows,
     decode_error_rows,
@@ -23,6 +24,7 @@ from jobs.decode import (
     resolve_previously_open,
     resolve_transactions,
     resolved_commits,
+    run_transactions,
     transaction_markers,
 )
 from jobs.ingest import archive_watermarks, history_gap_rows, records_to_archive
@@ -221,6 +223,30 @@ def test_resolve_previously_open_takes_the_first_later_marker_of_this_run(spark:
         "cluster string, partition int, offset long, transaction_outcome string, transaction_marker_offset long",
     )
     equal(resolve_previously_open(table, run_markers), expected)
+
+
+def test_run_transactions_sums_up_positions_awaiting_commits_and_markers(spark: SparkSession) -> None:
+    key, value = offset_commit("g", "t", 0, 1)
+
+    def txn(partition: int, offset: int, producer: int) -> tuple:  # type: ignore[type-arg]
+        return raw(partition, offset, key, value, producer_id=producer, transactional=True)
+
+    new_raw = raw_frame(spark, [
+        raw(0, 3, key, value),  # plain commit: a position only
+        txn(0, 4, 70), _marker(0, 6, 70, "COMMIT"), txn(0, 8, 70), txn(0, 9, 70),  # 70: open again after 6
+        _marker(0, 5, 71, "ABORT"), txn(0, 7, 71), _marker(0, 10, 71, "COMMIT"),  # 71: nothing left open
+        txn(0, 11, 72),  # 72: no marker at all
+        raw(1, 40, key, value), _marker(1, 41, 70, "ABORT"),  # partition 1: a marker, no commit awaiting
+        raw(2, 1, key, value, cluster="c2"),
+    ])
+    run = run_transactions(new_raw)
+    assert run.first_offsets == {("c1", 0): 3, ("c1", 1): 40, ("c2", 2): 1}
+    assert run.last_offsets == {("c1", 0): 11, ("c1", 1): 41, ("c2", 2): 1}
+    assert run.awaiting == [AwaitingPartition("c1", 0, 4, 5)]
+    assert run.first_markers == {("c1", 0, 70): (6, "COMMIT"), ("c1", 0, 71): (5, "ABORT"),
+                                 ("c1", 1, 70): (41, "ABORT")}
+    # the commits after a producer's last marker: 70's from just after its marker at 6, 72's all
+    assert run.open_after == {("c1", 0, 70): (7, 9), ("c1", 0, 72): (11, 11)}
 
 
 def test_group_metadata_and_members_latest_record_of_a_generation_wins(spark: SparkSession) -> None:
