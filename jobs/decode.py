@@ -96,11 +96,19 @@ def offset_commit_rows(decoded: DataFrame) -> DataFrame:
     )
 
 
+def _is_marker() -> Column:
+    """A raw record that is a COMMIT/ABORT control record (a transaction marker)."""
+    return F.col("is_control") & F.col("control_type").isin(*TRANSACTION_MARKERS)
+
+
+def _awaits_marker() -> Column:
+    """A data record (offset_commits row or raw record that is not a control record) that a marker decides."""
+    return F.col("is_transactional") & F.col("producer_id").isNotNull()
+
+
 def transaction_markers(raw_offsets: DataFrame) -> DataFrame:
     """COMMIT/ABORT control records: (cluster, partition, producer_id, offset, control_type)."""
-    return raw_offsets.where(
-        F.col("is_control") & F.col("control_type").isin(*TRANSACTION_MARKERS)
-    ).select("cluster", "partition", "producer_id", "offset", "control_type")
+    return raw_offsets.where(_is_marker()).select("cluster", "partition", "producer_id", "offset", "control_type")
 
 
 def awaiting_commits(records: DataFrame) -> DataFrame:
@@ -108,9 +116,7 @@ def awaiting_commits(records: DataFrame) -> DataFrame:
     transactional ones with a producer id. Takes offset_commits rows or raw data records (not control
     records): in `__consumer_offsets` only TxnOffsetCommit records are written in transactions, so the raw
     columns say which commits await a marker before anything is decoded."""
-    return records.where(F.col("is_transactional") & F.col("producer_id").isNotNull()).select(
-        "cluster", "partition", "producer_id", "offset"
-    )
+    return records.where(_awaits_marker()).select("cluster", "partition", "producer_id", "offset")
 
 
 class AwaitingPartition(NamedTuple):
@@ -681,8 +687,8 @@ class RunTransactions:
 def run_transaction_rows(new_raw: DataFrame) -> DataFrame:
     """The aggregate behind `RunTransactions`: per (partition, producer) of the transactional commits and
     markers of a run's new raw records (every other record in one row per partition, producer null)."""
-    awaiting = ~F.col("is_control") & F.col("is_transactional") & F.col("producer_id").isNotNull()
-    marker = F.col("is_control") & F.col("control_type").isin(*TRANSACTION_MARKERS)
+    awaiting = ~F.col("is_control") & _awaits_marker()
+    marker = _is_marker()
     return new_raw.groupBy(
         "cluster", "partition", F.when(awaiting | marker, F.col("producer_id")).alias("producer")
     ).agg(
@@ -813,7 +819,7 @@ def _decode_new_records(
     not_commits = data_records.where(~is_offset_commit_key(F.col("key")))
     others = decode_records(not_commits, batch_size).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        with step("decode GroupMetadata and other records (coordinator_core.decode_batch); transactions"):
+        with step("decode GroupMetadata and other records; sum up the new records' transactions"):
             coverage, transaction_rows = collect_together(
                 decode_coverage_rows(others, control_records, run_id), run_transaction_rows(new_raw)
             )
