@@ -45,10 +45,10 @@ seconds per 1M lines on an idle core, half of it the RE2 marker alternation over
 literal search and a per-anchor `bytes.find` were measured and were no faster); the column-wise
 classification ~6 us per entry. The rest, a little over half the CPU, is the JVM's: turning the scan's
 Arrow batches into rows, the cache, and the Parquet encoding of the two appends (coordinator_events, 35
-columns, ~5 s for 698k rows; raw_log_lines ~2 s). The cache is built uncompressed (compressing it cost
-~3 s of the ~19 s run), and log_file_reads is written from the file rows already on the driver. Caching
-with `localCheckpoint` instead of `persist` saved a further ~1 s but would fail the run when an executor
-is lost, so it is not used.
+columns, ~5 s for 698k rows; raw_log_lines ~2 s). The scan output is read three times but computed
+once: in local mode it is held as rows (`localCheckpoint`, ~10% less CPU than Spark's columnar cache), on
+a cluster it is cached uncompressed (compressing it cost ~3 s of the ~19 s run), see `_held`; and
+log_file_reads is written from the file rows already on the driver.
 """
 
 from __future__ import annotations
@@ -651,6 +651,33 @@ def scan_log_files(files_to_read: DataFrame, *, all_entries: bool = False,
     )
 
 
+def _held(scanned: DataFrame, *, local: bool | None = None) -> tuple[DataFrame, Callable[[], None]]:
+    """The scan output, kept for this stage (it is read three times), and how to let it go.
+
+    In local mode the rows are kept as they come out of the scan (`localCheckpoint`: row blocks, memory
+    then disk). On the 16M-line benchmark that used ~10% less CPU than Spark's cache, which turns every
+    row into columns and gathers bounds for every string column, then turns them back into rows for each
+    write. A local checkpoint has no lineage, so a lost block fails the job instead of being recomputed;
+    in local mode blocks are only lost with the driver itself, so nothing is given up. On a cluster an
+    executor can be lost, so the scan is cached (`persist`) and recomputed where needed. `local`
+    overrides what the master says (tests take both paths).
+    """
+    spark = scanned.sparkSession
+    if local if local is not None else spark.sparkContext.master.startswith("local"):
+        checkpointed = scanned.localCheckpoint(eager=False)
+
+        def release() -> None:
+            # The checkpoint's blocks belong to the RDD under its plan, not to Spark's cache manager.
+            checkpointed._jdf.queryExecution().analyzed().rdd().unpersist(False)
+
+        return checkpointed, release
+    # Compressing the cache (Spark's default) cost more CPU than any other part of the JVM's work (16M
+    # benchmark lines: 19.5 s compressed, 16-17.5 s not, warm). The setting is taken when it is declared.
+    with session_setting(spark, "spark.sql.inMemoryColumnarStorage.compressed", "false"):
+        cached = scanned.persist(StorageLevel.MEMORY_AND_DISK)
+    return cached, cached.unpersist
+
+
 def raw_log_line_rows(scanned: DataFrame, run_id: str, started_at: dt.datetime) -> DataFrame:
     """Scan output -> raw_log_lines rows (the archived entries)."""
     return scanned.where(F.col("row_kind") == "entry").select(
@@ -773,13 +800,7 @@ def run_logs(
     ]
     # One partition per file: a file is scanned in order by one task.
     files_to_read = spark.createDataFrame(spark.sparkContext.parallelize(to_read, len(to_read)), _FILE_COLUMNS)
-    # The scan output is cached for this stage only and read three times; it is mostly entry texts, and
-    # compressing it (Spark's default) cost more CPU than any other part of the JVM's work (16M benchmark
-    # lines: 19.5 s compressed, 16-17.5 s not, warm). The setting is taken when the cache is declared.
-    with session_setting(spark, "spark.sql.inMemoryColumnarStorage.compressed", "false"):
-        scanned = scan_log_files(files_to_read, all_entries=archive_all_entries, block_bytes=block_bytes).persist(
-            StorageLevel.MEMORY_AND_DISK
-        )
+    scanned, release = _held(scan_log_files(files_to_read, all_entries=archive_all_entries, block_bytes=block_bytes))
     try:
         # The file rows (one per file) first: this job runs the scan once and fills the cache.
         file_rows = scanned.where(F.col("row_kind") == "file").collect()
@@ -793,7 +814,7 @@ def run_logs(
             for append in appends:
                 append.result()
     finally:
-        scanned.unpersist()
+        release()
     # The positions (log_file_reads) are written last, only once both are committed; from the file rows
     # already on the driver (one per file), not from another pass over the cache.
     file_frame = spark.createDataFrame(file_rows, SCAN_COLUMNS)

@@ -179,6 +179,41 @@ def test_rerun_adds_nothing(spark: SparkSession, tables: Tables, log_root: Path)
     assert [(f["lines"], f["events"], f["unparsed"]) for f in again.files] == [(0, 0, 0), (0, 0, 0)]
 
 
+@pytest.mark.parametrize("local", [True, False], ids=["local-checkpoint", "cluster-cache"])
+def test_each_file_is_scanned_once_and_nothing_stays_held(
+    spark: SparkSession, tables: Tables, log_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    local: bool,
+) -> None:
+    """The scan output is read three times (file rows, two appends) but the files are scanned once, both
+    as a local run holds it and as a cluster run does; what held it is let go at the end of the stage."""
+    import functools
+
+    import jobs.logs as logs
+
+    scans = tmp_path / "scans"
+    real_scan = logs.scan_log_files
+
+    def counted_scan(files: DataFrame, **kwargs: object) -> DataFrame:
+        path = str(scans)
+
+        def note(batches):  # type: ignore[no-untyped-def]
+            for batch in batches:
+                with open(path, "a") as handle:
+                    handle.write(f"{batch.num_rows}\n")
+                yield batch
+
+        return real_scan(files.mapInArrow(note, files.schema), **kwargs)
+
+    monkeypatch.setattr(logs, "scan_log_files", counted_scan)
+    monkeypatch.setattr(logs, "_held", functools.partial(logs._held, local=local))
+    held_before = spark.sparkContext._jsc.sc().getPersistentRDDs().size()
+    result = run(tables, log_root, 1)
+    assert len(result.files) == 2
+    assert sum(int(n) for n in scans.read_text().split()) == 2
+    assert spark.sparkContext._jsc.sc().getPersistentRDDs().size() == held_before
+    assert raw_lines(tables).count() == result.entries_archived > 0
+
+
 def test_appended_lines_are_picked_up(spark: SparkSession, tables: Tables, log_root: Path) -> None:
     run(tables, log_root, 1)
     server = log_root / "broker-1" / "server.log"
