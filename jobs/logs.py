@@ -46,7 +46,7 @@ literal search and a per-anchor `bytes.find` were measured and were no faster); 
 classification ~6 us per entry. The rest, a little over half the CPU, is the JVM's: turning the scan's
 Arrow batches into rows, the cache, and the Parquet encoding of the two appends (coordinator_events, 35
 columns, ~5 s for 698k rows; raw_log_lines ~2 s). The scan output is read three times but computed
-once: in local mode it is held as rows (`localCheckpoint`, ~10% less CPU than Spark's columnar cache), on
+once: in local mode it is held as serialized rows (`localCheckpoint`, less CPU than Spark's columnar cache), on
 a cluster it is cached uncompressed (compressing it cost ~3 s of the ~19 s run), see `_held`; and
 log_file_reads is written from the file rows already on the driver.
 """
@@ -654,17 +654,20 @@ def scan_log_files(files_to_read: DataFrame, *, all_entries: bool = False,
 def _held(scanned: DataFrame, *, local: bool | None = None) -> tuple[DataFrame, Callable[[], None]]:
     """The scan output, kept for this stage (it is read three times), and how to let it go.
 
-    In local mode the rows are kept as they come out of the scan (`localCheckpoint`: row blocks, memory
-    then disk). On the 16M-line benchmark that used ~10% less CPU than Spark's cache, which turns every
-    row into columns and gathers bounds for every string column, then turns them back into rows for each
-    write. A local checkpoint has no lineage, so a lost block fails the job instead of being recomputed;
-    in local mode blocks are only lost with the driver itself, so nothing is given up. On a cluster an
-    executor can be lost, so the scan is cached (`persist`) and recomputed where needed. `local`
-    overrides what the master says (tests take both paths).
+    In local mode the rows are kept as they come out of the scan (`localCheckpoint`: serialized row blocks,
+    memory then disk) rather than in Spark's cache, which turns every row into columns and gathers bounds
+    for every string column, then turns them back into rows for each write. On the 16M-line benchmark
+    (A/B in one JVM) that took the JVM's task and GC CPU from ~12.4 s to ~10.4 s per run; rows kept as
+    objects (the JVM's default for a checkpoint) saved as much task time but spent it again in G1's
+    concurrent marking. A local checkpoint has no lineage, so a lost block fails the job instead of being
+    recomputed; in local mode blocks are only lost with the driver itself, so nothing is given up. On a
+    cluster an executor can be lost, so the scan is cached (`persist`) and recomputed where needed.
+    `local` overrides what the master says (tests take both paths).
     """
     spark = scanned.sparkSession
     if local if local is not None else spark.sparkContext.master.startswith("local"):
-        checkpointed = scanned.localCheckpoint(eager=False)
+        # PySpark's MEMORY_AND_DISK is the JVM's serialized MEMORY_AND_DISK_SER.
+        checkpointed = scanned.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
 
         def release() -> None:
             # The checkpoint's blocks belong to the RDD under its plan, not to Spark's cache manager.
