@@ -780,8 +780,7 @@ def run_logs(
     (a full copy of the logs; several times slower, see the module docstring).
     """
     spark = tables.spark
-    for spec in (RAW_LOG_LINES, COORDINATOR_EVENTS, LOG_FILE_READS):
-        tables.ensure(spec)
+    tables.ensure_all((RAW_LOG_LINES, COORDINATOR_EVENTS, LOG_FILE_READS))
     files = list_log_files(sources)
     if not files:
         return LogsResult()

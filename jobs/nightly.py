@@ -279,8 +279,7 @@ def run_nightly(
     started_at = (now or dt.datetime.now(dt.timezone.utc)).replace(tzinfo=None)
     tables = Tables(spark, config.tables.database, config.tables.location)
     tables.ensure_database()
-    for spec in ALL_TABLES:
-        tables.ensure(spec)
+    tables.ensure_all(ALL_TABLES)
     committed = last_committed(tables)
     restored = recover(tables, committed, stages)
     if restored:

