@@ -63,8 +63,8 @@ import re
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from coordinator_core.logs import CONTAINER_PREFIXES
 from jobs.common.config import PROJECT_ROOT, ConfigError, LogSource, load_config, parse_config
-from jobs.common.delta_io import Tables
+from jobs.common.delta_io import Tables, write_together
 from jobs.common.session import build_session, session_setting
 from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
 
@@ -665,7 +665,7 @@ def _held(scanned: DataFrame, *, local: bool | None = None) -> tuple[DataFrame, 
     `local` overrides what the master says (tests take both paths).
     """
     spark = scanned.sparkSession
-    if local if local is not None else spark.sparkContext.master.startswith("local"):
+    if local if local is not None else (spark.sparkContext.master or "").startswith("local"):
         # PySpark's MEMORY_AND_DISK is the JVM's serialized MEMORY_AND_DISK_SER.
         checkpointed = scanned.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
 
@@ -678,7 +678,11 @@ def _held(scanned: DataFrame, *, local: bool | None = None) -> tuple[DataFrame, 
     # benchmark lines: 19.5 s compressed, 16-17.5 s not, warm). The setting is taken when it is declared.
     with session_setting(spark, "spark.sql.inMemoryColumnarStorage.compressed", "false"):
         cached = scanned.persist(StorageLevel.MEMORY_AND_DISK)
-    return cached, cached.unpersist
+
+    def uncache() -> None:
+        cached.unpersist()
+
+    return cached, uncache
 
 
 def raw_log_line_rows(scanned: DataFrame, run_id: str, started_at: dt.datetime) -> DataFrame:
@@ -806,15 +810,11 @@ def run_logs(
     try:
         # The file rows (one per file) first: this job runs the scan once and fills the cache.
         file_rows = scanned.where(F.col("row_kind") == "file").collect()
-        # Two independent tables, appended at the same time from the cache: each append is a short job
-        # followed by a commit on the driver, so together they keep both cores busy.
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="logs-append") as pool:
-            appends = [
-                pool.submit(tables.append, RAW_LOG_LINES, raw_log_line_rows(scanned, run_id, started_at)),
-                pool.submit(tables.append, COORDINATOR_EVENTS, coordinator_event_rows(scanned, run_id)),
-            ]
-            for append in appends:
-                append.result()
+        # Two independent tables, appended at the same time from the held scan output.
+        write_together([
+            partial(tables.append, RAW_LOG_LINES, raw_log_line_rows(scanned, run_id, started_at)),
+            partial(tables.append, COORDINATOR_EVENTS, coordinator_event_rows(scanned, run_id)),
+        ])
     finally:
         release()
     # The positions (log_file_reads) are written last, only once both are committed; from the file rows
