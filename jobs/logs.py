@@ -40,15 +40,17 @@ The block scan (split, heads, markers, grouping, candidate texts) reads 450k-600
 under heavier load, and hands only the candidates to the parser without another serialization.
 
 Where the time goes (benchmarks/logs_bench.py: 16M lines, 3.1 GB in 8 files, 5% coordinator lines,
-785k entries archived, 698k events; local[2], warm JVM, ~17 s for the run): the block scan ~0.53 CPU
-seconds per 1M lines on an idle core, half of it the RE2 marker alternation over every line (Arrow's
-literal search and a per-anchor `bytes.find` were measured and were no faster); the column-wise
-classification ~6 us per entry. The rest, a little over half the CPU, is the JVM's: turning the scan's
-Arrow batches into rows, the cache, and the Parquet encoding of the two appends (coordinator_events, 35
-columns, ~5 s for 698k rows; raw_log_lines ~2 s). The scan output is read three times but computed
-once: in local mode it is held as serialized rows (`localCheckpoint`, less CPU than Spark's columnar cache), on
-a cluster it is cached uncompressed (compressing it cost ~3 s of the ~19 s run), see `_held`; and
-log_file_reads is written from the file rows already on the driver.
+785k entries archived, 698k events; local[2], warm JVM, 14-16 s and 26-31 CPU seconds for the run): the
+block scan ~0.53 CPU seconds per 1M lines on an idle core, half of it the RE2 marker alternation over
+every line (Arrow's literal search, a per-anchor `bytes.find`, and RE2 literal searches over the whole
+block for rare anchors with the alternation run on their lines only were measured and were no faster);
+the column-wise classification ~6 us per entry. The JVM's share, a little under half the CPU, is turning
+the scan's Arrow batches into rows, holding them, and the Parquet encoding of the two appends
+(coordinator_events, 35 columns, is most of it; its compression and Delta's statistics are not). The
+scan output is read three times but computed once: in local mode it is held as serialized rows
+(`localCheckpoint`, less CPU than Spark's columnar cache), on a cluster it is cached uncompressed
+(compressing it cost ~3 s of a ~19 s run), see `_held`; and log_file_reads is written from the file rows
+already on the driver.
 """
 
 from __future__ import annotations
