@@ -667,7 +667,9 @@ def _held(scanned: DataFrame, *, local: bool | None = None) -> tuple[DataFrame, 
     `local` overrides what the master says (tests take both paths).
     """
     spark = scanned.sparkSession
-    if local if local is not None else (spark.sparkContext.master or "").startswith("local"):
+    if local is None:
+        local = (spark.sparkContext.master or "").startswith("local")
+    if local:
         # PySpark's MEMORY_AND_DISK is the JVM's serialized MEMORY_AND_DISK_SER.
         checkpointed = scanned.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
 
@@ -810,7 +812,7 @@ def run_logs(
     files_to_read = spark.createDataFrame(spark.sparkContext.parallelize(to_read, len(to_read)), _FILE_COLUMNS)
     scanned, release = _held(scan_log_files(files_to_read, all_entries=archive_all_entries, block_bytes=block_bytes))
     try:
-        # The file rows (one per file) first: this job runs the scan once and fills the cache.
+        # The file rows (one per file) first: this job runs the scan, once, and fills what holds its output.
         file_rows = scanned.where(F.col("row_kind") == "file").collect()
         # Two independent tables, appended at the same time from the held scan output.
         write_together([
