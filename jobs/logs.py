@@ -8,18 +8,19 @@ later compressed to `server.log.1.gz` is the same file. How far each identity wa
 log_file_reads (last line, and the byte offset just after it, of the last entry read).
 
 Scan (executors, one task per file, one `mapInArrow` pass): the file is read in large blocks from the byte
-after the recorded position (or by counting lines when that offset cannot be trusted). Each block becomes
-one Arrow binary array of lines without any per-line Python object: line splitting with NumPy, entry heads
-and coordinator markers with Arrow's RE2 kernels over the whole block, multi-line entries grouped
-column-wise (heads -> segment bounds -> `reduceat`). The entries that look like coordinator entries (a
-marker in any of their lines: the broker log-context prefixes and the coordinator logger names, or a
-JSON-layout entry without a logger key) are cut out of the block as one Arrow string array, and batches
-of them are classified column-wise by coordinator_core.logs.bulk (RE2 over Arrow arrays, the catalogue
-indexed by literal prefix; the entries it cannot read exactly like the reference parser go through
-coordinator_core.classify_log_entry one by one), in the same task. Files written by a container runtime (CRI, docker
-json, compose/kubectl prefixes) go through coordinator_core's reference reader instead. The last entry of
-an active (not rotated) file is held back: its stack trace may still be being written; it is read when
-the file grows or once it is rotated.
+after the recorded position (or by counting lines when that offset cannot be trusted) up to the size it
+had when listed, so a scan computed again reads the same bytes (what a file gains meanwhile is the next
+run's). Each block becomes one Arrow binary array of lines without any per-line Python object: line
+splitting with NumPy, entry heads and coordinator markers with Arrow's RE2 kernels over the whole block,
+multi-line entries grouped column-wise (heads -> segment bounds -> `reduceat`). The entries that look
+like coordinator entries (a marker in any of their lines: the broker log-context prefixes and the
+coordinator logger names, or a JSON-layout entry without a logger key) are cut out of the block as one
+Arrow string array, and batches of them are classified column-wise by coordinator_core.logs.bulk (RE2
+over Arrow arrays, the catalogue indexed by literal prefix; the entries it cannot read exactly like the
+reference parser go through coordinator_core.classify_log_entry one by one), in the same task. Files
+written by a container runtime (CRI, docker json, compose/kubectl prefixes) go through coordinator_core's
+reference reader instead. The last entry of an active (not rotated) file is held back: its stack trace
+may still be being written; it is read when the file grows or once it is rotated.
 
 What is archived: raw_log_lines keeps the coordinator-looking entries only (everything the catalogue
 parses, today or after a catalogue update, is among them), joined over their physical lines; every line
@@ -305,15 +306,17 @@ def scan_log_file(
     *,
     all_entries: bool = False,
     block_bytes: int = READ_BLOCK_BYTES,
+    read_until: int | None = None,
 ) -> Iterator[tuple[list[int], list[int], list[str]]]:
-    """The coordinator-looking entries (every entry with `all_entries`) after `scan.last_line`.
+    """The coordinator-looking entries (every entry with `all_entries`) after `scan.last_line`, in the
+    file's first `read_until` bytes when given (the size it had when listed; see `scan_log_file_columns`).
 
     Yields (line numbers, line counts, texts) per block and advances `scan`. Lines are joined into entries
     exactly like `coordinator_core.iter_log_entries`: a line that is no entry head continues the entry
     before it, at most MAX_ENTRY_LINES lines per entry; lines end at \\n, trailing \\r removed.
     """
     for numbers, counts, texts in scan_log_file_columns(path, scan, hold_back_last, all_entries=all_entries,
-                                                         block_bytes=block_bytes):
+                                                         block_bytes=block_bytes, read_until=read_until):
         yield numbers.tolist(), counts.tolist(), texts.to_pylist()
 
 
@@ -351,9 +354,16 @@ def scan_log_file_columns(
     *,
     all_entries: bool = False,
     block_bytes: int = READ_BLOCK_BYTES,
+    read_until: int | None = None,
 ) -> Iterator[tuple[Any, Any, Any]]:
     """`scan_log_file` with columns: (line numbers, line counts) as NumPy arrays, texts as an Arrow string
-    array, per block; what the scan task reads (no Python object per entry)."""
+    array, per block; what the scan task reads (no Python object per entry).
+
+    `read_until` stops the read at that byte of the file even if it has grown since: a scan computed again
+    (its cached output lost with an executor) then reads the same bytes as the first time, so the two
+    appends and the recorded position agree. A line cut there reads as the file's last line, which an
+    active file holds back with its entry.
+    """
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -369,8 +379,11 @@ def scan_log_file_columns(
             base_line, base_byte = skip_lines + 1, scan.end_byte
         pending: _Pending | None = None
         rest = b""
+        position = base_byte  # where the handle is
         while True:
-            block = handle.read(block_bytes)
+            want = block_bytes if read_until is None else min(block_bytes, read_until - position)
+            block = handle.read(want) if want > 0 else b""
+            position += len(block)
             data = rest + block
             if block:
                 cut = data.rfind(b"\n") + 1
@@ -513,6 +526,8 @@ _FILE_COLUMNS = T.StructType(
         T.StructField("end_byte", T.LongType(), True),
         T.StructField("hold_back_last", T.BooleanType(), False),
         T.StructField("container_layout", T.BooleanType(), False),
+        # the size the file had when listed (plain files): the scan reads no further
+        T.StructField("read_until", T.LongType(), True),
     ]
 )
 #: Event fields as classify_log_entry fills them (the position and source columns come from the file).
@@ -524,7 +539,7 @@ _FILE_COUNTERS = ("entries", "archived_entries", "events", "known_non_events", "
 SCAN_COLUMNS = T.StructType(
     [
         *(f for f in _FILE_COLUMNS.fields if f.name not in ("last_line", "end_byte", "hold_back_last",
-                                                              "container_layout")),
+                                                              "container_layout", "read_until")),
         T.StructField("row_kind", T.StringType(), False),
         T.StructField("line_number", T.LongType(), True),
         T.StructField("line_count", T.IntegerType(), True),
@@ -619,7 +634,7 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[An
                     )
                     if file["container_layout"]
                     else scan_log_file_columns(file["path"], scan, file["hold_back_last"], all_entries=all_entries,
-                                               block_bytes=block_bytes)
+                                               block_bytes=block_bytes, read_until=file["read_until"])
                 )
                 read_error: str | None = None
                 pending: list[tuple[Any, Any, Any]] = []
@@ -805,7 +820,7 @@ def run_logs(
     ordered = sorted(files, key=lambda f: -f.size)
     to_read = [
         (f.cluster, f.file_id, f.source, f.path, f.broker_id, f.zone, *positions.get((f.cluster, f.file_id), (0, None)),
-         not f.rotated, f.container_layout)
+         not f.rotated, f.container_layout, None if f.container_layout or f.path.endswith(".gz") else f.size)
         for f in ordered
     ]
     # One partition per file: a file is scanned in order by one task.

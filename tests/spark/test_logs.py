@@ -374,6 +374,26 @@ def test_scanner_resumes_at_the_recorded_byte_or_by_counting(tmp_path: Path) -> 
     assert by_seek == by_count == by_distrust
 
 
+@pytest.mark.parametrize("past_listing", [0, 10], ids=["at-a-line-end", "mid-line"])
+def test_scanner_reads_no_further_than_the_size_listed(tmp_path: Path, past_listing: int) -> None:
+    """A scan computed again after the file grew (its cached output lost on a cluster) reads what the
+    first computation read: the file as it was when listed, here even when the cut falls inside a line."""
+    path, as_listed = tmp_path / "server.log", tmp_path / "as-listed.log"
+    write_lines(path, BROKER_LINES)
+    write_lines(path, CLIENT_LINES, mode="a")
+    listed = sum(len(line) + 1 for line in BROKER_LINES) + past_listing
+    as_listed.write_bytes(path.read_bytes()[:listed])
+    capped, scan = scanned(path, hold_back_last=True, all_entries=True, read_until=listed)
+    expected, expected_scan = scanned(as_listed, hold_back_last=True, all_entries=True)
+    assert capped == expected and capped
+    assert (scan.last_line, scan.end_byte, scan.entries) == (expected_scan.last_line, expected_scan.end_byte,
+                                                            expected_scan.entries)
+    # the next run reads on from the recorded position: together, the whole file, each entry once
+    rest, _ = scanned(path, scan.last_line, end_byte=scan.end_byte, all_entries=True)
+    everything, _ = scanned(path, all_entries=True)
+    assert capped + rest == everything
+
+
 def test_scanner_cuts_entries_at_the_line_limit_like_the_reference(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(log_parser, "MAX_ENTRY_LINES", 4)
