@@ -61,6 +61,7 @@ import datetime as dt
 import glob
 import gzip
 import hashlib
+import io
 import os
 import re
 import sys
@@ -487,15 +488,17 @@ def _is_line_end(handle: Any, offset: int) -> bool:
 
 
 def scan_container_file(
-    path: str, scan: FileScan, hold_back_last: bool, *, all_entries: bool = False
+    path: str, scan: FileScan, hold_back_last: bool, *, all_entries: bool = False, read_until: int | None = None
 ) -> Iterator[tuple[list[int], list[int], list[str]]]:
-    """coordinator_core's reference reader, for files whose lines carry container-runtime prefixes."""
+    """coordinator_core's reference reader, for files whose lines carry container-runtime prefixes; no
+    further than `read_until` bytes when given (as `scan_log_file_columns`)."""
     from coordinator_core.logs import iter_log_entries
 
     marker_texts = coordinator_markers()
-    with gzip.open(path, "rt", encoding="utf-8", errors="replace") if path.endswith(".gz") else open(
-        path, encoding="utf-8", errors="replace"
-    ) as handle:
+    with _open_binary(path) as raw:
+        data = raw.read() if read_until is None else raw.read(read_until)
+    # Decoded as a text-mode open() would: UTF-8 with replacement, universal newlines.
+    with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace") as handle:
         entries = [e for e in iter_log_entries(handle) if e.line_number > scan.last_line]
     if hold_back_last and entries:
         entries.pop()
@@ -526,7 +529,7 @@ _FILE_COLUMNS = T.StructType(
         T.StructField("end_byte", T.LongType(), True),
         T.StructField("hold_back_last", T.BooleanType(), False),
         T.StructField("container_layout", T.BooleanType(), False),
-        # the size the file had when listed (plain files): the scan reads no further
+        # the size the file had when listed (not for .gz, listed compressed): the scan reads no further
         T.StructField("read_until", T.LongType(), True),
     ]
 )
@@ -630,7 +633,7 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[An
                     (
                         (np.array(n, np.int64), np.array(c, np.int64), pa.array(t, pa.string()))
                         for n, c, t in scan_container_file(file["path"], scan, file["hold_back_last"],
-                                                           all_entries=all_entries)
+                                                           all_entries=all_entries, read_until=file["read_until"])
                     )
                     if file["container_layout"]
                     else scan_log_file_columns(file["path"], scan, file["hold_back_last"], all_entries=all_entries,
@@ -820,7 +823,7 @@ def run_logs(
     ordered = sorted(files, key=lambda f: -f.size)
     to_read = [
         (f.cluster, f.file_id, f.source, f.path, f.broker_id, f.zone, *positions.get((f.cluster, f.file_id), (0, None)),
-         not f.rotated, f.container_layout, None if f.container_layout or f.path.endswith(".gz") else f.size)
+         not f.rotated, f.container_layout, None if f.path.endswith(".gz") else f.size)
         for f in ordered
     ]
     # One partition per file: a file is scanned in order by one task.

@@ -423,6 +423,17 @@ def test_container_prefixed_files_use_the_reference_reader(tmp_path: Path) -> No
     got = [row for n, c, t in scan_container_file(str(path), scan, True) for row in zip(n, c, t, strict=True)]
     assert got == [(1, 2, "[2024-06-01 10:00:00,000] INFO [GroupCoordinator 1]: Stabilized group g generation 7 " + GC)]
     assert (scan.last_line, scan.end_byte, scan.entries) == (3, None, 2)
+    # read no further than the size listed: the first two lines (one entry, held back as the last one)
+    listed = len(path.read_bytes().split(b"\n", 2)[0]) + len(path.read_bytes().split(b"\n", 2)[1]) + 2
+    capped_scan = FileScan(1, 0, None)
+    assert [row for n, c, t in scan_container_file(str(path), capped_scan, True, read_until=listed)
+            for row in zip(n, c, t, strict=True)] == []
+    assert (capped_scan.last_line, capped_scan.entries) == (0, 0)
+    capped_scan = FileScan(1, 0, None)
+    got = [row for n, c, t in scan_container_file(str(path), capped_scan, False, read_until=listed)
+           for row in zip(n, c, t, strict=True)]
+    assert got == [(1, 2, "[2024-06-01 10:00:00,000] INFO [GroupCoordinator 1]: Stabilized group g generation 7 " + GC)]
+    assert (capped_scan.last_line, capped_scan.entries) == (2, 1)
 
 
 def test_file_identity_survives_rotation_and_compression(tmp_path: Path) -> None:
