@@ -52,8 +52,11 @@ class Tables:
 
     def ensure(self, spec: TableSpec) -> None:
         """Create the table from its spec if absent (and register an existing Delta directory)."""
-        if self._has_log(spec) and self.spark.catalog.tableExists(f"{self.database}.{spec.name}"):
-            return  # the common case of every run after the first: two cheap metadata calls
+        if self._has_log(spec):
+            if self.spark.catalog.tableExists(f"{self.database}.{spec.name}"):
+                return  # the common case of every run after the first: two cheap metadata calls
+            self._register(spec)
+            return
         builder = (
             DeltaTable.createIfNotExists(self.spark)
             .tableName(f"{self.database}.{spec.name}")
@@ -65,6 +68,24 @@ class Tables:
         for key, value in spec.properties.items():
             builder = builder.property(key, value)
         builder.execute()
+
+    def _register(self, spec: TableSpec) -> None:
+        """Register an existing Delta directory in the catalog as it is (a new metastore, another catalog).
+
+        Its columns must be the spec's; its table properties stay its own: a property the spec changed
+        later (statistics columns, say) applies to tables created after the change, and registering with
+        the spec's would make Delta refuse the mismatch.
+        """
+        existing = self.spark.read.format("delta").load(self.path(spec)).schema
+        want = [(f.name, f.dataType.simpleString()) for f in spec.schema.fields]
+        got = [(f.name, f.dataType.simpleString()) for f in existing.fields]
+        if want != got:
+            raise ValueError(
+                f"{self.path(spec)} holds a Delta table whose columns are not {spec.name}'s:\n"
+                f" want {want}\n got  {got}"
+            )
+        location = self.path(spec).replace("'", "\\'")
+        self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.name(spec)} USING DELTA LOCATION '{location}'")
 
     def ensure_all(self, specs: Sequence[TableSpec], parallelism: int = 4) -> None:
         """`ensure` for many tables, the absent ones created a few at a time.

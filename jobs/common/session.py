@@ -65,6 +65,11 @@ def spark_conf(spark: SparkConfig, *, for_shell: bool = False) -> dict[str, str]
         # skipping, MERGE), so every run compiled ~320 classes again. With room for them, a warm run of
         # the 10M benchmark's 1% increment compiles ~25 (~4 CPU-s less on local[2]).
         "spark.sql.codegen.cache.maxEntries": "2000",
+        # Every table is partitioned by cluster. Without concurrent writers Spark sorts each write task's
+        # rows by the partition column first, holding them all in the sorter's memory; with them a task
+        # keeps one open file per cluster (and sorts only past this many clusters). On the 10M benchmark's
+        # full run: ~3 CPU-s less, and the offset commits no longer sit in memory before they are written.
+        "spark.sql.maxConcurrentOutputFileWriters": "4",
     }
     if spark.catalog == "hive" and spark.metastore_dir and "://" not in spark.metastore_dir:
         # Embedded Derby metastore at a fixed place, so every process (job, spark-sql) shares one catalog.
