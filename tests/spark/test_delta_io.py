@@ -1,6 +1,6 @@
-"""Tables.ensure registering a table directory that exists; Tables.changes: the rows appended to raw_offsets in a range of versions, read from the snapshot when the
-range starts at the table's creation and from the change data feed otherwise; both ways give the rows
-appended in exactly that range."""
+"""Tables.ensure registering a table directory that exists; Tables.changes: the rows appended to
+raw_offsets in a range of versions, read from the snapshot when the range starts at the table's creation
+and from the change data feed otherwise; both ways give the rows appended in exactly that range."""
 
 from __future__ import annotations
 
