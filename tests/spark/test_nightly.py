@@ -13,6 +13,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+import jobs.decode as decode_module
 from jobs.common.config import Config, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
 from jobs.decode import archived_transaction_state
@@ -287,3 +288,40 @@ def test_transactions_across_runs_and_an_older_segment_backfilled(spark: SparkSe
     assert outcomes() == [(0, "committed", 1), (10, "aborted", 11)]
     state = last_committed(tables).transactions
     assert state is not None and state.open_producers == {} and state.last_offsets == {("test", 3): 11}
+
+
+@pytest.mark.parametrize("by_update", [True, False], ids=["update", "merge"])
+def test_transactions_of_several_producers_decided_in_a_later_run(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_update: bool
+) -> None:
+    """Producers left open in two partitions: the next run's markers decide two of them (their every open
+    commit, and none of another producer's); the third stays open. Set by one UPDATE naming the producers,
+    or, past DECIDED_BY_UPDATE_LIMIT, by a MERGE keyed by producer: the same outcomes."""
+    if not by_update:
+        monkeypatch.setattr(decode_module, "DECIDED_BY_UPDATE_LIMIT", 0)
+
+    def commit(offset: int, group: str, topic: str, committed: int, producer: int) -> Batch:
+        return Batch(offset, [offset_commit(group, topic, 0, committed, commit_ms=T0)], timestamp_ms=T0,
+                     producer_id=producer, producer_epoch=0, transactional=True)
+
+    source = tmp_path / "copy"
+    write_segment(source, 3, [commit(0, "orders", "t-a", 40, 501), commit(1, "orders", "t-a", 41, 503),
+                              commit(2, "orders", "t-a", 42, 501)])
+    write_segment(source, 5, [commit(0, "billing", "t-b", 7, 502)])
+    config = segment_config(tmp_path, source)
+    tables = tables_of(spark, config)
+
+    def outcomes() -> list[tuple[Any, ...]]:
+        rows = tables.read(OFFSET_COMMITS).orderBy("partition", "offset")
+        return [tuple(r) for r in rows.select("partition", "offset", "transaction_outcome",
+                                              "transaction_marker_offset").collect()]
+
+    run_nightly(spark, config, stages=ARCHIVE_STAGES)
+    assert outcomes() == [(3, 0, "open", None), (3, 1, "open", None), (3, 2, "open", None), (5, 0, "open", None)]
+    write_segment(source, 3, [marker(3, 501, "COMMIT", T0 + 3)])
+    write_segment(source, 5, [marker(1, 502, "ABORT", T0 + 1)])
+    run_nightly(spark, config, stages=ARCHIVE_STAGES)
+    assert outcomes() == [(3, 0, "committed", 3), (3, 1, "open", None), (3, 2, "committed", 3),
+                          (5, 0, "aborted", 1)]
+    state = last_committed(tables).transactions
+    assert state is not None and state.open_producers == {("test", 3, 503): (1, 1)}
