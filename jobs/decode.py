@@ -867,13 +867,9 @@ def _decode_new_records(
     not_commits = data_records.where(~is_offset_commit_key(F.col("key")))
     others = decode_records(not_commits, batch_size).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        member_rows = group_member_rows(others)
         with step("decode GroupMetadata and other records; sum up the new records' transactions"):
-            # group_members' generations that this run's GroupMetadata bring again are looked up here too
-            # (the table is not written before the run's own write of it).
-            coverage, transaction_rows, held_generations = collect_together(
-                decode_coverage_rows(others, control_records, run_id), run_transaction_rows(new_raw),
-                tables.held_generations(GROUP_MEMBERS, member_rows),
+            coverage, transaction_rows = collect_together(
+                decode_coverage_rows(others, control_records, run_id), run_transaction_rows(new_raw)
             )
             coverage_rows = [tuple(r)[1:] for r in coverage]
             run = summarize_run_transactions(transaction_rows)
@@ -882,8 +878,16 @@ def _decode_new_records(
         else:
             with step("transactions left open by earlier runs (read from the tables)"):
                 before = archived_transaction_state(tables, after_raw_version)
+        # Commits left open by earlier runs that this run's markers decide. Updated before this run's commits
+        # are appended: the MERGE then reads the offset_commits snapshot the run starts from (reading each
+        # new table version costs a Delta state reconstruction).
         in_order = run.follows(before)
-        if not in_order and run.first_markers and tables.version(OFFSET_COMMITS) > 0:
+        if in_order:
+            decided = run.decided(before)
+            if decided:
+                with step(f"resolve {len(decided)} transactions left open by earlier runs"):
+                    _update_decided_producers(tables, before, decided)
+        elif run.first_markers and tables.version(OFFSET_COMMITS) > 0:
             # Older offsets backfilled: the commits' order against the markers is worked out row by row.
             with step("resolve transactions left open by earlier runs"):
                 _update_previously_open(tables, transaction_markers(control_records))
@@ -906,17 +910,9 @@ def _decode_new_records(
         # The remaining tables are independent of each other: written at the same time (`write_together`;
         # a 1% run on the 10M benchmark tables: 2.1-2.3 s for these writes, 2.4-2.6 s one after another).
         writes: dict[str, Callable[[], None]] = {}
-        decided = run.decided(before) if in_order else {}
-        if decided:
-            # Commits left open by earlier runs that this run's markers decide: updated beside the writes of the
-            # other tables (the UPDATE's offset ranges leave out the commits this run appended).
-            writes[f"{OFFSET_COMMITS.name} ({len(decided)} transactions left open by earlier runs decided)"] = \
-                partial(_update_decided_producers, tables, before, decided)
         if has_group_metadata:
             writes[GROUP_METADATA.name] = partial(tables.append, GROUP_METADATA, group_metadata_rows(others))
-            writes[GROUP_MEMBERS.name] = partial(
-                tables.replace_generations, GROUP_MEMBERS, member_rows, held=held_generations
-            )
+            writes[GROUP_MEMBERS.name] = partial(tables.replace_generations, GROUP_MEMBERS, group_member_rows(others))
         if has_other:
             writes[CONSUMER_GROUP_RECORDS.name] = partial(
                 tables.append, CONSUMER_GROUP_RECORDS, consumer_group_record_rows(others)

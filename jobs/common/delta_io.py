@@ -8,7 +8,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -17,20 +16,21 @@ from pyspark.sql import functions as F
 from schemas import TableSpec
 
 
-def write_together(writes: Sequence[Callable[[], Any]], parallelism: int = 4) -> list[Any]:
-    """Run writes to different tables at the same time, wait for all of them, and return their results.
+def write_together(writes: Sequence[Callable[[], None]], parallelism: int = 4) -> None:
+    """Run writes to different tables at the same time and wait for all of them.
 
     A small Delta write is a short Spark job and then a commit on the driver, which leaves the executors
     idle; independent tables written together keep both cores busy. Writes to one table must not be in the
-    same call (each would commit on a snapshot the other changes; even a blind append beside an UPDATE of
-    the same cluster partition fails the UPDATE's conflict check). The first failure is raised once every
+    same call (each would commit on a snapshot the other changes). The first failure is raised once every
     write has ended, so none is left running behind the caller.
     """
     if len(writes) == 1:
-        return [writes[0]()]
+        writes[0]()
+        return
     with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="table-write") as pool:
         futures = [pool.submit(write) for write in writes]
-        return [future.result() for future in futures]
+        for future in futures:
+            future.result()
 
 
 @dataclass(frozen=True)
@@ -155,34 +155,26 @@ class Tables:
             .execute()
         )
 
-    def held_generations(self, spec: TableSpec, member_rows: DataFrame) -> DataFrame:
-        """(cluster, group_id, generation, _current_offset) of the generations of `member_rows` that the
-        table already holds, with the source_offset of the record they came from (`replace_generations`)."""
-        generation = ["cluster", "group_id", "generation"]
-        return (
-            self.read(spec, version=self.version(spec))
-            .join(member_rows.select(*generation).distinct(), on=generation, how="left_semi")
-            .groupBy(*generation)
-            .agg(F.max("source_offset").alias("_current_offset"))
-        )
-
-    def replace_generations(self, spec: TableSpec, member_rows: DataFrame, held: list[Any] | None = None) -> None:
+    def replace_generations(self, spec: TableSpec, member_rows: DataFrame) -> None:
         """Write group_members rows so that each (cluster, group_id, generation) holds exactly the members
         of its latest GroupMetadata record (by source_offset) archived so far.
 
         Rows from a record older than what the table already has for that generation are dropped; the
         table's rows of a generation superseded by a newer record are deleted, then the new rows appended.
         The table is read only for the generations the rows bring, and what it holds of them comes back to
-        the driver in one small query (`held_generations`; `held` when the caller collected it already):
-        most runs bring only new generations and then simply append.
+        the driver in one small query: most runs bring only new generations and then simply append.
         """
         _check_schema(spec, member_rows)
         generation = ["cluster", "group_id", "generation"]
-        current = self.held_generations(spec, member_rows)
-        if held is None:
-            # Few: the generations a run writes again (a static member replaced) or brings late. (A `limit`
-            # would make the collect scan partitions in several jobs.)
-            held = current.collect()
+        current = (
+            self.read(spec, version=self.version(spec))
+            .join(member_rows.select(*generation).distinct(), on=generation, how="left_semi")
+            .groupBy(*generation)
+            .agg(F.max("source_offset").alias("_current_offset"))
+        )
+        # Few: the generations a run writes again (a static member replaced) or brings late. (A `limit` would
+        # make the collect scan partitions in several jobs.)
+        held = current.collect()
         if not held:
             self.append(spec, member_rows)
             return
