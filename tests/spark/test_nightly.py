@@ -318,10 +318,13 @@ def test_transactions_of_several_producers_decided_in_a_later_run(
 
     run_nightly(spark, config, stages=ARCHIVE_STAGES)
     assert outcomes() == [(3, 0, "open", None), (3, 1, "open", None), (3, 2, "open", None), (5, 0, "open", None)]
-    write_segment(source, 3, [marker(3, 501, "COMMIT", T0 + 3)])
+    # The next run: the markers, and new commits appended while the decided ones are updated, among them a
+    # new transaction of producer 501 that its earlier COMMIT does not decide.
+    write_segment(source, 3, [marker(3, 501, "COMMIT", T0 + 3), commit(4, "orders", "t-a", 43, 501),
+                              Batch(5, [offset_commit("orders", "t-a", 0, 44, commit_ms=T0)], timestamp_ms=T0)])
     write_segment(source, 5, [marker(1, 502, "ABORT", T0 + 1)])
     run_nightly(spark, config, stages=ARCHIVE_STAGES)
     assert outcomes() == [(3, 0, "committed", 3), (3, 1, "open", None), (3, 2, "committed", 3),
-                          (5, 0, "aborted", 1)]
+                          (3, 4, "open", None), (3, 5, None, None), (5, 0, "aborted", 1)]
     state = last_committed(tables).transactions
-    assert state is not None and state.open_producers == {("test", 3, 503): (1, 1)}
+    assert state is not None and state.open_producers == {("test", 3, 503): (1, 1), ("test", 3, 501): (4, 4)}
