@@ -879,8 +879,9 @@ def _decode_new_records(
             with step("transactions left open by earlier runs (read from the tables)"):
                 before = archived_transaction_state(tables, after_raw_version)
         # Commits left open by earlier runs that this run's markers decide. Updated before this run's commits
-        # are appended: the MERGE then reads the offset_commits snapshot the run starts from (reading each
-        # new table version costs a Delta state reconstruction).
+        # are appended: the UPDATE then reads the offset_commits snapshot the run starts from (reading each
+        # new table version costs a Delta state reconstruction), and a blind append beside it would fail its
+        # conflict check.
         in_order = run.follows(before)
         if in_order:
             decided = run.decided(before)
