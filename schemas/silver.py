@@ -20,10 +20,10 @@ OFFSET_COMMITS = TableSpec(
     grain=("cluster", "partition", "offset"),
     partition_columns=("cluster",),
     # Transaction outcomes are updated in place when a later marker arrives: deletion vectors make that
-    # UPDATE (a MERGE past 200 producers) write only the changed rows instead of rewriting whole files. Statistics on the outcome let
-    # each run's look-up of still-open commits skip every file that has none. None on group_id or topic:
-    # a run's files hold the commits of every group and topic, so their min/max skip nothing, while
-    # computing them (a string copy and compare per row) was about 3% of a full run.
+    # UPDATE (a MERGE past 200 producers) write only the changed rows instead of rewriting whole files.
+    # Statistics on the outcome let each run's look-up of still-open commits skip every file that has none.
+    # None on group_id or topic: a run's files hold the commits of every group and topic, so their min/max
+    # skip nothing, while computing them (a string copy and compare per row) was about 3% of a full run.
     properties={"delta.enableDeletionVectors": "true",
                 "delta.dataSkippingStatsColumns": "partition,offset,record_timestamp,transaction_outcome"},
     schema=T.StructType(
