@@ -216,8 +216,8 @@ class Tables:
 
     def update_where(self, spec: TableSpec, where: str, set_columns: dict[str, str]) -> None:
         """Delta UPDATE: set the columns of `set_columns` to their SQL expressions on the rows where the SQL
-        condition `where` holds. No join to plan or source to read (unlike a MERGE): for a handful of rows
-        known on the driver it is the cheaper command."""
+        condition `where` holds. No join to plan or source to read (unlike a MERGE): when the condition can
+        name the rows (a few producers and their offset ranges), it is the cheaper command."""
         self.delta(spec).update(F.expr(where), {c: F.expr(e) for c, e in set_columns.items()})
 
     def restore(self, spec: TableSpec, version: int) -> bool:
