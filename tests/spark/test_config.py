@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
-from jobs.common.config import PROJECT_ROOT, ConfigError, load_config, parse_config
+from jobs.common.config import PROJECT_ROOT, ConfigError, KafkaSource, load_config, parse_config
+from jobs.common.session import LOCAL_GC_OPTION, spark_conf
 from jobs.ingest import kafka_options
-from jobs.common.config import KafkaSource
 
 
 def test_local_default_loads_and_resolves_paths_against_the_project_root() -> None:
@@ -68,3 +70,25 @@ def test_kafka_security_options_come_from_the_environment() -> None:
         "kafka.security.protocol": "SASL_SSL",
         "kafka.sasl.mechanism": "PLAIN",
     }
+
+
+def test_a_local_jvm_collects_garbage_for_throughput_and_keeps_the_metastore_home(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)  # started with `python -m`
+    local = load_config(PROJECT_ROOT / "conf" / "local.toml").spark
+    options = spark_conf(local)["spark.driver.extraJavaOptions"].split()
+    assert options == [LOCAL_GC_OPTION, f"-Dderby.system.home={Path(local.metastore_dir).parent}"]
+
+    # Under spark-submit the JVM is already running with the options the user gave it.
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
+    assert LOCAL_GC_OPTION not in spark_conf(local).get("spark.driver.extraJavaOptions", "")
+    # A cluster's JVMs are the cluster's to tune.
+    cluster = load_config(PROJECT_ROOT / "conf" / "cluster.example.toml").spark
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT")
+    assert "spark.driver.extraJavaOptions" not in spark_conf(replace(cluster, master="yarn"))
+
+
+def test_the_session_jvm_runs_the_parallel_collector(spark: SparkSession) -> None:
+    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()  # type: ignore[attr-defined]
+    assert sorted(bean.getName() for bean in beans) == ["PS MarkSweep", "PS Scavenge"]
