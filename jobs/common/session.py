@@ -40,7 +40,7 @@ def local_jars(jars_dir: str) -> list[str]:
 
 #: The garbage collector of a local-mode JVM, which is driver and executors at once. A nightly run is a
 #: batch job, so throughput beats pause times; G1 (the JVM's default) spent ~2 CPU-s of a 1% run on its
-#: concurrent marking and refinement threads. On the 10M benchmark (local[2], same JVM, alternating): full
+#: concurrent marking and refinement threads. On the 10M benchmark (local[2], each collector in its own JVM): full
 #: decode 45.2/33.4 s against 50.6/38.4 s with G1, warm 1% runs 5.1-6.9 s against 5.7-8.3 s. On a cluster,
 #: executors' JVM options are the cluster's (`spark.executor.extraJavaOptions`, see conf/cluster.example.toml).
 LOCAL_GC_OPTION = "-XX:+UseParallelGC"
