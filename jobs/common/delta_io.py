@@ -12,6 +12,7 @@ from functools import partial
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from schemas import TableSpec
 
@@ -76,9 +77,8 @@ class Tables:
         later (statistics columns, say) applies to tables created after the change, and registering with
         the spec's would make Delta refuse the mismatch.
         """
-        existing = self.spark.read.format("delta").load(self.path(spec)).schema
-        want = [(f.name, f.dataType.simpleString()) for f in spec.schema.fields]
-        got = [(f.name, f.dataType.simpleString()) for f in existing.fields]
+        want = _columns(spec.schema)
+        got = _columns(self.spark.read.format("delta").load(self.path(spec)).schema)
         if want != got:
             raise ValueError(
                 f"{self.path(spec)} holds a Delta table whose columns are not {spec.name}'s:\n"
@@ -247,9 +247,14 @@ class Tables:
         return changes.where(F.col("_change_type") == "insert").select(*spec.column_names)
 
 
+def _columns(schema: StructType) -> list[tuple[str, str]]:
+    """Column names and types, in order: what a table's contract fixes (comments and nullability aside)."""
+    return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+
 def _check_schema(spec: TableSpec, rows: DataFrame) -> None:
     """Refuse a write whose columns or types drift from the contract (comments/nullability aside)."""
-    want = [(f.name, f.dataType.simpleString()) for f in spec.schema.fields]
-    got = [(f.name, f.dataType.simpleString()) for f in rows.schema.fields]
+    want = _columns(spec.schema)
+    got = _columns(rows.schema)
     if want != got:
         raise ValueError(f"rows for {spec.name} do not match its schema:\n want {want}\n got  {got}")
