@@ -15,8 +15,12 @@ row has the cause ``group_protocol_migration``.
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import pickle
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from coordinator_core.history import causes as cz
@@ -31,6 +35,7 @@ from coordinator_core.history.classic import (
 )
 from coordinator_core.history.consumer import CONSUMER_GROUP_KINDS, ConsumerGroupReader, drafts_from_consumer_logs
 from coordinator_core.history.inputs import (
+    GroupRecord,
     as_events,
     as_group_records,
     committed_topic_ids,
@@ -56,6 +61,7 @@ from coordinator_core.history.model import (
     MemberIdChange,
     PartitionMove,
 )
+from coordinator_core.history.state import MAX_REMEMBERED_CHANGES, GenerationState, RowKey, RowsContext
 from coordinator_core.logs import CoordinatorEvent
 from coordinator_core.logs import events as ev
 
@@ -73,6 +79,9 @@ def group_history(
 ) -> list[GenerationRow]:
     """Rebuilds one group's generations from its records and/or its coordinator log events.
 
+    The same fold the nightly job runs run by run (``fold_generations``), started from an empty state with
+    every input at once.
+
     Args:
         records: the group's records in any order (``GroupRecord`` or ``(offset, timestamp_ms, Record)``);
             they are put in offset order. Offset commits are ignored here (see ``offset_history``).
@@ -87,43 +96,184 @@ def group_history(
         One row per generation (classic) or group epoch (KIP-848), in the group's order, with gaps as
         ``never_completed`` (classic) or ``missing`` (KIP-848) rows.
     """
-    group_records = as_group_records(records)
-    gid = group_id or _group_of(group_records, events)
-    group_events = _events_of(gid, as_events(events))
+    return fold_generations(None, records, events, group_id=group_id, topic_names=topic_names,
+                            reopen=None).rows
 
-    classic_drafts: list[Draft] = []
-    reader = ConsumerGroupReader({**dict(topic_names or {}), **committed_topic_ids(group_records)})
-    for record in group_records:
+
+@dataclass(frozen=True)
+class FoldResult:
+    """What one step of the fold gives: the state to carry, the rows that are new or changed since the
+    state was written, the row keys that no longer exist, and the log events too late to apply."""
+
+    state: GenerationState
+    rows: list[GenerationRow]
+    removed: list[RowKey]
+    late_events: int
+
+
+#: Log lines this much older than the tail's start are still kept with it: a coordinator can log the line
+#: that starts a generation a moment before the record of the previous one is appended, and client hosts'
+#: clocks drift from the broker's. (Lines before the start explain nothing in the tail; they only cost room.)
+EVENT_SLACK = timedelta(minutes=1)
+
+#: Drafts kept in the tail at most, whatever the reopen horizon (a group in a storm makes thousands a day).
+MAX_TAIL = 256
+
+
+def fold_generations(
+    state: GenerationState | None,
+    records: Iterable[Any] = (),
+    events: Iterable[CoordinatorEvent] = (),
+    *,
+    group_id: str | None = None,
+    topic_names: Mapping[str, str] | None = None,
+    reopen: timedelta | None = timedelta(hours=48),
+    max_tail: int = MAX_TAIL,
+) -> FoldResult:
+    """Continues a group's generation history from ``state`` with its new records and log events.
+
+    Records come in log order after every record the state has seen (the archive appends each
+    ``__consumer_offsets`` partition in offset order). Log events may come late: one at or after the
+    tail's start (see ``coordinator_core.history.state``) is applied, reopening the rows it explains; an
+    older one is counted in ``late_events`` and dropped. ``reopen`` (None: keep everything, as a one-shot
+    rebuild does) is how far behind the newest input the tail reaches. The state passed in is not changed.
+    """
+    state = copy.deepcopy(state) if state is not None else GenerationState()
+    new_records = as_group_records(records)
+    gid = state.group_id or group_id or _group_of(new_records, events)
+    state.group_id = gid
+    # --- new events: the group's own, in a deterministic order; too late ones counted ---------------------
+    fresh = _events_of(gid, as_events(events), state.offsets_partitions)
+    late = 0
+    if state.events_floor is not None:
+        floor = state.events_floor - EVENT_SLACK
+        kept = [e for e in fresh if e.timestamp is not None and e.timestamp > floor]
+        late, fresh = len(fresh) - len(kept), kept
+    group_events = sorted(state.events + fresh, key=_event_order)
+    # --- new records: continue the record drafts -----------------------------------------------------------
+    reader = state.reader
+    reader.names.update(dict(topic_names or {}))
+    reader.names.update(committed_topic_ids(new_records))
+    classic_tail = state.classic_tail
+    for record in new_records:
         kind = record.record.kind
         if kind == "group_metadata":
             value = record.record.value
-            last = classic_drafts[-1] if classic_drafts else None
+            last = classic_tail[-1] if classic_tail else None
             if value is None:
                 if last is not None and last.ended_by is None:
                     last.ended_at, last.ended_by = record_time(record), ENDED_BY_GROUP_DELETED
                 continue
             if is_placeholder(value):
-                classic_drafts.append(draft_from_placeholder(record))
+                classic_tail.append(draft_from_placeholder(record))
                 continue
             if last is not None and last.generation == value.generation and last.ended_by is None:
                 restore_same_generation(last, record, value)
             else:
-                classic_drafts.append(draft_from_record(record, value))
+                classic_tail.append(draft_from_record(record, value))
         elif kind in CONSUMER_GROUP_KINDS:
             reader.feed(record)
-    consumer_drafts = reader.finish()
+    seen = [t for t in (*(record_time(r) for r in new_records), *(e.timestamp for e in fresh)) if t is not None]
+    if seen:
+        state.watermark = max(seen) if state.watermark is None else max(state.watermark, *seen)
 
-    classic_drafts = _with_logs(classic_drafts, drafts_from_logs(group_events), group_events)
-    consumer_drafts = _with_logs(consumer_drafts, drafts_from_consumer_logs(group_events), group_events)
-    drafts = _merge(_with_gaps(classic_drafts, NEVER_COMPLETED), _with_gaps(consumer_drafts, MISSING))
-    return _rows(gid or "", drafts, group_events)
+    # --- the pipeline on copies (joining log lines changes drafts) ----------------------------------------
+    classic_work, reader_work = copy.deepcopy((classic_tail, reader))
+    consumer_work = reader_work.finish()
+    first_classic = classic_work[0].generation if classic_work else None
+    first_consumer = consumer_work[0].generation if consumer_work else None
+    classic_work = _with_logs(classic_work, _numbered_from(drafts_from_logs(group_events), first_classic),
+                              group_events)
+    consumer_work = _with_logs(consumer_work, _numbered_from(drafts_from_consumer_logs(group_events),
+                                                             first_consumer), group_events)
+    drafts = _merge(_with_gaps(classic_work, NEVER_COMPLETED), _with_gaps(consumer_work, MISSING))
+    _set_ends(drafts)
+    start = _tail_start(drafts, state.watermark, reopen, max_tail)
+    rows, context = _rows(gid or "", drafts, group_events, state.context, snapshot_at=start)
+
+    # --- rows that changed, rows that went away -----------------------------------------------------------
+    changed: list[GenerationRow] = []
+    digests: dict[RowKey, bytes] = {}
+    kept_digests: dict[RowKey, bytes] = {}
+    for i, row in enumerate(rows):
+        key = row_key(row)
+        digest = hashlib.blake2b(pickle.dumps(row, protocol=4), digest_size=16).digest()
+        digests[key] = digest
+        if state.emitted.get(key) != digest:
+            changed.append(row)
+        if i >= start:
+            kept_digests[key] = digest
+    removed = [k for k in state.emitted if k not in digests]
+
+    # --- the new tail ----------------------------------------------------------------------------------------
+    cut = next((d.first_offset for d in drafts[start:] if d.from_records and d.first_offset is not None), None)
+    if start > 0 and _cut_is_clean(drafts, start, cut):
+        state.classic_tail = [d for d in classic_tail if cut is not None and d.first_offset is not None
+                              and d.first_offset >= cut]
+        reader.drafts = [d for d in reader.drafts if cut is not None and d.first_offset is not None
+                         and d.first_offset >= cut]
+        state.context = context
+        state.events_floor = context.last_settled if context.last_settled is not None else state.events_floor
+        state.emitted = kept_digests
+    else:
+        state.emitted = digests
+    floor = state.events_floor - EVENT_SLACK if state.events_floor is not None else None
+    state.events = [e for e in group_events if floor is None or (e.timestamp is not None and e.timestamp > floor)]
+    return FoldResult(state, changed, removed, late)
 
 
-def _events_of(group_id: str | None, events: list[CoordinatorEvent]) -> list[CoordinatorEvent]:
+def row_key(row: GenerationRow) -> RowKey:
+    """A row's identity within its group (the grain of group_generations, less cluster and group)."""
+    return (row.group_protocol, row.generation, row.record_offset)
+
+
+def _event_order(e: CoordinatorEvent) -> tuple[Any, ...]:
+    """Time, then where the line was read: the same order whichever run brought the line."""
+    return (e.timestamp, e.source or "", e.line_number or 0, e.event_type, e.message)
+
+
+def _numbered_from(from_logs: dict[int, Draft], first: int | None) -> dict[int, Draft]:
+    """Log drafts of the tail: a generation below the tail's first one was written before the tail."""
+    if first is None:
+        return from_logs
+    return {g: d for g, d in from_logs.items() if g >= first}
+
+
+def _tail_start(drafts: list[Draft], watermark: datetime | None, reopen: timedelta | None, max_tail: int) -> int:
+    """Index of the first draft to keep open: the last two always, and every one within ``reopen`` of the
+    watermark, at most ``max_tail``; never a gap row (it is made from its neighbours)."""
+    if reopen is None or len(drafts) <= 2:
+        return 0
+    latest = len(drafts) - 2
+    cutoff = watermark - reopen if watermark is not None else None
+    start = max(0, len(drafts) - max_tail)
+    while start < latest:
+        d = drafts[start]
+        at = d.settled_at or d.first_seen_at
+        if (d.from_records or d.from_logs) and (cutoff is None or at is None or at >= cutoff):
+            break
+        start += 1
+    while start > 0 and not (drafts[start].from_records or drafts[start].from_logs):
+        start -= 1
+    return start
+
+
+def _cut_is_clean(drafts: list[Draft], start: int, cut: int | None) -> bool:
+    """The tail can start at ``start`` only if record drafts before it all precede ``cut`` in the log and
+    those from it on all follow (log-only drafts sorted among them could break that)."""
+    if cut is None:
+        return False
+    before = all(d.first_offset is None or d.first_offset < cut for d in drafts[:start])
+    after = all(d.first_offset is None or d.first_offset >= cut for d in drafts[start:])
+    return before and after
+
+
+def _events_of(group_id: str | None, events: list[CoordinatorEvent], partitions: set[int]) -> list[CoordinatorEvent]:
     """The group's own lines, and group-less lines (partition loads) of the group's ``__consumer_offsets``
-    partition, read from the group's own broker lines; group-less lines of other partitions are dropped."""
+    partition, read from the group's own broker lines; group-less lines of other partitions are dropped.
+    ``partitions`` (the ones seen so far) is updated."""
     own = [e for e in events if e.group_id == group_id]
-    partitions = {e.offsets_partition for e in own if e.offsets_partition is not None}
+    partitions.update(e.offsets_partition for e in own if e.offsets_partition is not None)
     return [e for e in events if e.group_id == group_id or (e.group_id is None and (
         not partitions or e.offsets_partition is None or e.offsets_partition in partitions))]
 
@@ -267,7 +417,8 @@ def _id_changes(base: Draft, d: Draft, departed: dict[tuple[str | None, str | No
     return changes
 
 
-def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]) -> list[GenerationRow]:
+def _set_ends(drafts: list[Draft]) -> None:
+    """Each draft ends where the next one starts (a deleted group's last draft where it was deleted)."""
     for i, d in enumerate(drafts):
         nxt = drafts[i + 1] if i + 1 < len(drafts) else None
         if nxt is None:
@@ -282,16 +433,28 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
             d.ended_at = d.stored_at
         d.ended_by = ENDED_BY_PROTOCOL_CHANGE if nxt.group_protocol != d.group_protocol else ENDED_BY_NEXT_GENERATION
 
+
+def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent], context: RowsContext,
+          snapshot_at: int) -> tuple[list[GenerationRow], RowsContext]:
+    """The rows of ``drafts``, continuing from ``context``; also the context as it stands before draft
+    ``snapshot_at`` (where the next run's tail starts)."""
     static_events = [e for e in events if e.event_type in (ev.STATIC_MEMBER_REPLACED, ev.CG_STATIC_MEMBER_REPLACED)]
     explaining_events = cz.ExplainingEvents(events)
     rows: list[GenerationRow] = []
     base_index = -1
-    last_settled: datetime | None = None
-    departed: dict[tuple[str | None, str | None], tuple[str, int]] = {}
-    base: Draft | None = None
+    last_settled: datetime | None = context.last_settled
+    departed = copy.copy(context.departed)
+    base: Draft | None = context.base
     revoked_by: dict[int, dict[tuple[str, int], str]] = {}   # draft index -> partition -> owner before
+    if context.base_revoked:
+        revoked_by[-1] = context.base_revoked
+    reported: list[tuple[str, str]] = list(context.reported_changes)
+    snapshot = context
     for i, d in enumerate(drafts):
-        previous = drafts[i - 1] if i else None
+        previous = drafts[i - 1] if i else context.previous
+        if i == snapshot_at:
+            snapshot = RowsContext(previous, base, revoked_by.get(base_index), last_settled, copy.copy(departed),
+                                   reported[-MAX_REMEMBERED_CHANGES:])
         # --- members and partitions -----------------------------------------------------------------
         joined: list[str] = []
         left: list[str] = []
@@ -381,7 +544,7 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
             owner = next((c for c in changes if (c.old_member_id, c.new_member_id) == pair), None)
             in_force = e.timestamp is not None and d.settled_at is not None and d.settled_at <= e.timestamp and (
                 d.ended_at is None or e.timestamp < d.ended_at)
-            if owner is not None or (in_force and not any(
+            if owner is not None or (in_force and pair not in reported and not any(
                     (c.old_member_id, c.new_member_id) == pair for r in rows for c in r.member_id_changes)):
                 if owner is None:
                     changes.append(MemberIdChange(STATIC_RESTART, e.related_member_id, e.member_id,
@@ -434,9 +597,10 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
             record_offset=d.first_offset,
             record_count=d.record_count,
         ))
+        reported.extend((c.old_member_id, c.new_member_id) for c in changes)
         if d.members is not None and d.outcome not in (NEVER_COMPLETED, MISSING):
             base, base_index = d, i
-    return rows
+    return rows, snapshot
 
 
 def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
