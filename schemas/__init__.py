@@ -15,6 +15,7 @@ from schemas.gold import (
 )
 from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
 from schemas.observability import DECODE_COVERAGE, HISTORY_GAPS, INGEST_RUNS
+from schemas.state import GROUP_STATE
 from schemas.silver import CONSUMER_GROUP_RECORDS, DECODE_ERRORS, GROUP_MEMBERS, GROUP_METADATA, OFFSET_COMMITS
 
 ALL_TABLES: tuple[TableSpec, ...] = (
@@ -31,6 +32,7 @@ ALL_TABLES: tuple[TableSpec, ...] = (
     COORDINATOR_EVENTS,
     LOG_FILE_READS,
     *GOLD_TABLES,
+    GROUP_STATE,
 )
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "DECODE_ERRORS",
     "GROUP_MEMBERS",
     "GROUP_METADATA",
+    "GROUP_STATE",
     "HISTORY_GAPS",
     "INGEST_RUNS",
     "OFFSET_COMMITS",

@@ -73,7 +73,8 @@ COORDINATOR_EVENTS = TableSpec(
     grain=("cluster", "file_id", "line_number"),
     partition_columns=("cluster",),
     # Statistics only on the columns readers filter by (not on reasons and message texts).
-    properties={"delta.dataSkippingStatsColumns": "file_id,line_number,event_type,timestamp,group_id"},
+    properties={"delta.dataSkippingStatsColumns": "file_id,line_number,event_type,timestamp,group_id",
+                "delta.enableChangeDataFeed": "true"},
     schema=T.StructType(
         [
             *_POSITION,

@@ -24,7 +24,7 @@ OFFSET_COMMITS = TableSpec(
     # Statistics on the outcome let each run's look-up of still-open commits skip every file that has none.
     # None on group_id or topic: a run's files hold the commits of every group and topic, so their min/max
     # skip nothing, while computing them (a string copy and compare per row) was about 3% of a full run.
-    properties={"delta.enableDeletionVectors": "true",
+    properties={"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true",
                 "delta.dataSkippingStatsColumns": "partition,offset,record_timestamp,transaction_outcome"},
     schema=T.StructType(
         [
@@ -62,6 +62,8 @@ GROUP_METADATA = TableSpec(
     comment="One row per GroupMetadata record (key type 2): the group's state after a rebalance, or a deletion.",
     grain=("cluster", "partition", "offset"),
     partition_columns=("cluster",),
+    # Change data feed: the gold stages read each run's new rows as a version range, not the whole table.
+    properties={"delta.enableChangeDataFeed": "true"},
     schema=T.StructType(
         [
             *_POSITION,
@@ -87,7 +89,7 @@ GROUP_MEMBERS = TableSpec(
     ),
     grain=("cluster", "group_id", "generation", "member_id"),
     partition_columns=("cluster",),
-    properties={"delta.enableDeletionVectors": "true"},
+    properties={"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"},
     schema=T.StructType(
         [
             column("cluster", T.StringType(), "Kafka cluster name.", False),
@@ -131,6 +133,8 @@ CONSUMER_GROUP_RECORDS = TableSpec(
     ),
     grain=("cluster", "partition", "offset"),
     partition_columns=("cluster",),
+    # Change data feed: the gold stages read each run's new rows as a version range, not the whole table.
+    properties={"delta.enableChangeDataFeed": "true"},
     schema=T.StructType(
         [
             *_POSITION,
