@@ -18,10 +18,14 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark.sql import types as T
+
 from jobs.common.delta_io import Tables
+from jobs.common.group_state import merge_state
 from schemas import CONSUMER_GROUP_RECORDS, GROUP_METADATA, OFFSET_COMMITS, RAW_OFFSETS
 from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, OFFSET_EVENTS, TableSpec
 from schemas.logs import COORDINATOR_EVENTS
+from schemas.state import GROUP_STATE
 
 GROUP_KEY = ["cluster", "group_id"]
 WHATIF_ASSIGNORS: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperative-sticky")
@@ -84,6 +88,156 @@ def group_records(tables: Tables, groups: DataFrame) -> DataFrame:
 def group_events(tables: Tables, groups: DataFrame) -> DataFrame:
     """The coordinator log events of the given groups."""
     return tables.read(COORDINATOR_EVENTS).join(groups, on=GROUP_KEY, how="inner")
+
+
+# ----------------------------------------------------------------------------------------------
+# The generation history as a fold over each run's new inputs
+
+
+@dataclass(frozen=True)
+class RunRange:
+    """What is new in this run: raw_offsets versions (after, up_to], and for every other table the version
+    the last committed run left (`since`); `since` None is a rebuild: everything is new, no state."""
+
+    raw_after: int
+    raw_up_to: int
+    since: Mapping[str, int] | None
+
+    def new_rows(self, tables: Tables, spec: TableSpec) -> DataFrame:
+        if self.since is None:
+            return tables.read(spec, version=tables.version(spec))
+        return tables.changes(spec, self.since.get(spec.name, 0), tables.version(spec))
+
+    def new_raw(self, tables: Tables) -> DataFrame:
+        if self.since is None:
+            return tables.read(RAW_OFFSETS, version=self.raw_up_to)
+        return tables.changes(RAW_OFFSETS, self.raw_after, self.raw_up_to)
+
+
+def _not_offset_commit(key: str = "key") -> Any:
+    return ~F.substring(key, 1, 2).isin(F.unhex(F.lit("0000")), F.unhex(F.lit("0001")))
+
+
+def new_group_records(tables: Tables, run: RunRange) -> DataFrame:
+    """The run's new group-level records (GroupMetadata, KIP-848 and later types; not offset commits) with
+    their group: (cluster, group_id, partition, offset, timestamp_ms, key, value). Bounded by the run's new
+    rows: the raw range joined with the silver rows decoded from it."""
+    keyed = (run.new_rows(tables, GROUP_METADATA).select("cluster", "partition", "offset", "group_id")
+             .unionByName(run.new_rows(tables, CONSUMER_GROUP_RECORDS).where(F.col("group_id").isNotNull())
+                          .select("cluster", "partition", "offset", "group_id")))
+    raw = run.new_raw(tables).where(_not_offset_commit()).select(
+        "cluster", "partition", "offset", F.unix_millis("timestamp").alias("timestamp_ms"), "key", "value")
+    return raw.join(keyed, on=["cluster", "partition", "offset"], how="inner")
+
+
+def new_group_events(tables: Tables, run: RunRange) -> DataFrame:
+    """The run's new coordinator events that name a group."""
+    return run.new_rows(tables, COORDINATOR_EVENTS).where(F.col("group_id").isNotNull())
+
+
+def new_topic_names(tables: Tables, run: RunRange) -> dict[str, dict[str, str]]:
+    """cluster -> topic id -> name from the run's new offset commits that carry a topic id (value v4+).
+
+    KIP-848 records name partitions by topic id; each group's fold state keeps the names it has learnt."""
+    rows = (run.new_rows(tables, OFFSET_COMMITS).where(F.col("topic_id").isNotNull())
+            .select("cluster", "topic_id", "topic").distinct().collect())
+    names: dict[str, dict[str, str]] = {}
+    for r in rows:
+        names.setdefault(r["cluster"], {})[r["topic_id"]] = r["topic"]
+    return names
+
+
+#: The fold's output: generation rows (new or amended; `_deleted` for rows that went away) and one state
+#: row per group (`_kind` = "state") with its serialized fold state, watermark and late log lines.
+FOLD_OUTPUT = TableSpec(
+    name="_generation_fold_output",
+    comment="internal: rows and states out of the generation fold",
+    grain=(),
+    schema=T.StructType([
+        *GROUP_GENERATIONS.schema.fields,
+        T.StructField("_deleted", T.BooleanType()),
+        T.StructField("_kind", T.StringType()),
+        T.StructField("_state", T.BinaryType()),
+        T.StructField("_watermark", T.TimestampType()),
+        T.StructField("_late", T.LongType()),
+    ]),
+)
+
+
+def _fold_fn(topic_names: Mapping[str, Mapping[str, str]], reopen_hours: float
+             ) -> Callable[[pd.DataFrame, pd.DataFrame], GroupRows]:
+    def run(records: pd.DataFrame, events: pd.DataFrame) -> GroupRows:
+        from coordinator_core.history.generations import fold_generations
+        from coordinator_core.history.state import dump_state, load_state
+
+        if records.empty and events.empty:
+            return []
+        first = records if not records.empty else events
+        cluster, group = first["cluster"].iloc[0], first["group_id"].iloc[0]
+        is_state = records["offset"].isna() if not records.empty else pd.Series([], dtype=bool)
+        held = records.loc[is_state, "state"].tolist() if not records.empty else []
+        state = load_state(held[0]) if held and held[0] is not None else None
+        new = records.loc[~is_state] if not records.empty else records
+        result = fold_generations(state, _records(new) if not new.empty else [], _events(events), group_id=group,
+                                  topic_names=topic_names.get(cluster), reopen=dt.timedelta(hours=reopen_hours))
+        out: GroupRows = [{**r.to_dict(), "cluster": cluster, "_deleted": False, "_kind": "row"}
+                          for r in result.rows]
+        # Rows without a value for every column (pandas would fill NaN, which Arrow refuses for arrays).
+        empty = dict.fromkeys(FOLD_OUTPUT.column_names)
+        out += [{**empty, "cluster": cluster, "group_id": group, "group_protocol": protocol, "generation": generation,
+                 "record_offset": offset, "_deleted": True, "_kind": "row"}
+                for protocol, generation, offset in result.removed]
+        watermark = result.state.watermark
+        out.append({**empty, "cluster": cluster, "group_id": group, "_kind": "state", "_deleted": False,
+                    "_state": dump_state(result.state), "_late": result.late_events,
+                    "_watermark": watermark.replace(tzinfo=None) if watermark is not None else None})
+        return out
+
+    return run
+
+
+@dataclass(frozen=True)
+class GenerationsResult:
+    groups: int
+    rows_written: int
+    rows_deleted: int
+    late_events: int
+    #: the generation rows the run inserted or amended (group_generations columns + `_deleted`), held
+    changed: DataFrame
+
+
+def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: float) -> GenerationsResult:
+    """Continue every touched group's generation history with the run's new records and log events."""
+    records = new_group_records(tables, run).withColumn("transaction_outcome", F.lit(None).cast("string"))
+    events = new_group_events(tables, run)
+    touched = records.select(*GROUP_KEY).unionByName(events.select(*GROUP_KEY)).distinct()
+    state_version = tables.version(GROUP_STATE)
+    held = (tables.read(GROUP_STATE, version=state_version).where(F.col("generations").isNotNull())
+            .select(*GROUP_KEY, F.col("generations").alias("state"))
+            .join(touched, on=GROUP_KEY, how="left_semi"))
+    inputs = (records.withColumn("state", F.lit(None).cast("binary"))
+              .unionByName(held.select(*GROUP_KEY, F.lit(None).cast("int").alias("partition"),
+                                       F.lit(None).cast("long").alias("offset"),
+                                       F.lit(None).cast("long").alias("timestamp_ms"),
+                                       F.lit(None).cast("binary").alias("key"), F.lit(None).cast("binary").alias("value"),
+                                       F.lit(None).cast("string").alias("transaction_outcome"), "state")))
+    out = per_bucket(inputs, FOLD_OUTPUT, _fold_fn(new_topic_names(tables, run), reopen_hours),
+                     DEFAULT_BUCKETS, events).persist()
+    summary = out.groupBy().agg(
+        F.sum(F.when(F.col("_kind") == "state", 1).otherwise(0)).alias("groups"),
+        F.sum(F.when((F.col("_kind") == "row") & ~F.col("_deleted"), 1).otherwise(0)).alias("written"),
+        F.sum(F.when((F.col("_kind") == "row") & F.col("_deleted"), 1).otherwise(0)).alias("deleted"),
+        F.sum(F.coalesce("_late", F.lit(0))).alias("late")).first()
+    rows = out.where(F.col("_kind") == "row").select(*GROUP_GENERATIONS.column_names, "_deleted")
+    if summary is not None and (summary["written"] or summary["deleted"]):
+        tables.upsert(GROUP_GENERATIONS, rows, delete_flag="_deleted")
+    if summary is not None and summary["groups"]:
+        merge_state(tables, out.where(F.col("_kind") == "state").select(
+            *GROUP_KEY, F.col("_state").alias("generations"), F.col("_watermark").alias("generations_watermark")),
+            ["generations", "generations_watermark"], run_id)
+    return GenerationsResult(int(summary["groups"] or 0) if summary else 0, int(summary["written"] or 0) if summary else 0,
+                             int(summary["deleted"] or 0) if summary else 0, int(summary["late"] or 0) if summary else 0,
+                             rows)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -326,24 +480,24 @@ def replace_groups(tables: Tables, spec: TableSpec, groups: DataFrame, rows: Dat
     tables.append(spec, rows)
 
 
-def run_history(spark: SparkSession, tables: Tables, groups: DataFrame) -> HistoryResult:
-    """Recompute the gold history tables for `groups` (cluster, group_id)."""
+def run_history(spark: SparkSession, tables: Tables, groups: DataFrame, run_id: str, run: RunRange,
+                reopen_hours: float) -> tuple[HistoryResult, GenerationsResult]:
+    """The gold history tables: group_generations by the fold over the run's new inputs; offset events,
+    assignment replay and what-if recomputed for `groups` (cluster, group_id)."""
+    generations = run_generations(tables, run_id, run, reopen_hours)
     groups = groups.persist()
     n_groups = groups.count()
     if n_groups == 0:
         groups.unpersist()
-        return HistoryResult(0, 0, 0, 0, 0)
+        return HistoryResult(0, 0, 0, 0, 0), generations
     records = group_records(tables, groups).persist()
     events = group_events(tables, groups).persist()
     try:
         # Enough buckets to keep both cores busy, and about RECORDS_PER_BUCKET records in each pandas call.
         buckets = max(DEFAULT_BUCKETS, -(-records.count() // RECORDS_PER_BUCKET))
-        replace_groups(tables, GROUP_GENERATIONS, groups,
-                       generation_rows(records, events, cluster_topic_names(tables), buckets))
         replace_groups(tables, OFFSET_EVENTS, groups, offset_event_rows(records, events, buckets))
         replace_groups(tables, ASSIGNMENT_REPLAY, groups, assignment_replay_rows(records, buckets))
         replace_groups(tables, ASSIGNOR_WHATIF, groups, whatif_rows(records, buckets))
-        gens = tables.read(GROUP_GENERATIONS).join(groups, on=GROUP_KEY, how="inner").count()
         offset_events = tables.read(OFFSET_EVENTS).join(groups, on=GROUP_KEY, how="inner").count()
         replay = tables.read(ASSIGNMENT_REPLAY).join(groups, on=GROUP_KEY, how="inner")
         summary = replay.groupBy("status").agg(F.countDistinct("group_id", "record_offset").alias("n")).collect()
@@ -352,4 +506,5 @@ def run_history(spark: SparkSession, tables: Tables, groups: DataFrame) -> Histo
         records.unpersist()
         events.unpersist()
         groups.unpersist()
-    return HistoryResult(n_groups, gens, offset_events, sum(by_status.values()), by_status.get("mismatch", 0))
+    return (HistoryResult(n_groups, generations.rows_written, offset_events, sum(by_status.values()),
+                          by_status.get("mismatch", 0)), generations)

@@ -35,9 +35,10 @@ from jobs.common.delta_io import Tables
 from jobs.common.progress import log
 from jobs.common.session import build_session
 from jobs.decode import DecodeResult, TransactionState, run_decode
-from jobs.history import run_history, touched_groups
+from jobs.history import RunRange, run_history, touched_groups
 from jobs.ingest import IngestResult, run_ingest_kafka, run_ingest_segments
 from jobs.logs import run_logs
+from jobs.maintenance import run_maintenance
 from jobs.storms import run_storms, write_report
 from jobs.views import create_views
 from schemas import (
@@ -61,11 +62,16 @@ from schemas import (
     REBALANCE_STORMS,
     TableSpec,
 )
+from schemas.gold import GOLD_TABLES
+from schemas.state import GROUP_STATE
 
 # Tables never rolled back after a crash: the archive (append-only by contract; whatever a crashed run
 # archived is valid and will be decoded by the next run), gaps (keyed by where the archive stopped, so
 # recording one twice is impossible) and the commit log itself.
 NOT_ROLLED_BACK = {RAW_OFFSETS.name, HISTORY_GAPS.name, INGEST_RUNS.name}
+
+# Tables the gold stages read as version ranges (change data feed).
+INCREMENTAL_INPUTS = (OFFSET_COMMITS, GROUP_METADATA, GROUP_MEMBERS, CONSUMER_GROUP_RECORDS, COORDINATOR_EVENTS)
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,16 @@ class RunContext:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # for later stages' summary lines
     extra_frames: dict[str, DataFrame] = field(default_factory=dict)  # shared between stages of one run
+    #: recompute every gold table from the archive from an empty state (`--rebuild`, or the first run of a
+    #: warehouse written before the gold stages carried state)
+    rebuild: bool = False
+
+    def run_range(self) -> RunRange:
+        """What is new for the gold stages: the raw versions this run decoded, the other tables' versions
+        after the last committed run (None when rebuilding: everything)."""
+        decoded_to = self.decode.raw_version_decoded if self.decode else self.committed.raw_version_decoded
+        since = None if self.rebuild else dict(self.committed.table_versions)
+        return RunRange(self.committed.raw_version_decoded, decoded_to, since)
 
 
 @dataclass(frozen=True)
@@ -132,17 +148,23 @@ def _touched_groups(ctx: RunContext) -> DataFrame:
     if "touched_groups" not in ctx.extra_frames:
         decoded_to = ctx.decode.raw_version_decoded if ctx.decode else ctx.committed.raw_version_decoded
         ctx.extra_frames["touched_groups"] = touched_groups(
-            ctx.tables, ctx.committed.raw_version_decoded, decoded_to,
-            events_after_version=ctx.committed.table_versions.get(COORDINATOR_EVENTS.name, 0),
+            ctx.tables, 0 if ctx.rebuild else ctx.committed.raw_version_decoded, decoded_to,
+            events_after_version=0 if ctx.rebuild else ctx.committed.table_versions.get(COORDINATOR_EVENTS.name, 0),
         ).persist()
     return ctx.extra_frames["touched_groups"]
 
 
 def _history_stage(ctx: RunContext) -> None:
-    result = run_history(ctx.tables.spark, ctx.tables, _touched_groups(ctx))
+    result, generations = run_history(ctx.tables.spark, ctx.tables, _touched_groups(ctx), ctx.run_id,
+                                      ctx.run_range(), ctx.config.history.reopen_hours)
+    ctx.extra_frames["changed_generations"] = generations.changed
+    late = (f"; {generations.late_events} log lines older than [history] reopen_hours not applied"
+            if generations.late_events else "")
     ctx.extra["history"] = (
-        f"{result.groups} groups recomputed: {result.generations} generations, {result.offset_events} offset "
-        f"events, {result.replayed_generations} generations replayed ({result.replay_mismatches} mismatches)"
+        f"{generations.groups} groups continued ({generations.rows_written} generation rows written or amended, "
+        f"{generations.rows_deleted} withdrawn){late}; {result.groups} groups' offset events and replays "
+        f"recomputed: {result.offset_events} offset events, {result.replayed_generations} generations replayed "
+        f"({result.replay_mismatches} mismatches)"
     )
 
 
@@ -152,6 +174,20 @@ def _storms_stage(ctx: RunContext) -> None:
                                  s.lockstep_seconds, s.lockstep_min_groups)
     storms = run_storms(ctx.tables, _touched_groups(ctx), thresholds)
     ctx.extra["storms"] = f"{storms} rebalance storms in rebalance_storms"
+
+
+def _maintenance_stage(ctx: RunContext) -> None:
+    """Compact and vacuum the tables this run changed (jobs/maintenance.py). It changes no row, so it
+    writes no table of its own: if the run dies later, its commits on derived tables are undone with the
+    writes of the stages that own them, and VACUUM keeps every file of the versions that recovery restores
+    and of the raw_offsets versions the next decode reads (the `since` versions)."""
+    if not ctx.config.maintenance.enabled:
+        return
+    since = {spec.name: ctx.committed.table_versions.get(spec.name, 0) for spec in ALL_TABLES}
+    since[RAW_OFFSETS.name] = ctx.committed.raw_version_decoded
+    # ingest_runs gains this run's row after the stages: its latest commit is the last run's row.
+    since[INGEST_RUNS.name] = ctx.tables.version(INGEST_RUNS) - 1
+    ctx.extra["maintenance"] = run_maintenance(ctx.tables, ALL_TABLES, ctx.config.maintenance, since).format()
 
 
 def _report_stage(ctx: RunContext) -> None:
@@ -171,8 +207,10 @@ STAGES: tuple[Stage, ...] = (
     ),
     # log_file_reads holds each file's read position: it is rolled back with the two tables it describes.
     Stage("logs", (RAW_LOG_LINES, COORDINATOR_EVENTS, LOG_FILE_READS), _logs_stage),
-    Stage("history", (GROUP_GENERATIONS, OFFSET_EVENTS, ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF), _history_stage),
+    Stage("history", (GROUP_GENERATIONS, OFFSET_EVENTS, ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_STATE),
+          _history_stage),
     Stage("storms", (REBALANCE_STORMS,), _storms_stage),
+    Stage("maintenance", (), _maintenance_stage),
     Stage("report", (), _report_stage),
 )
 
@@ -274,8 +312,13 @@ def run_nightly(
     stages: Sequence[Stage] = STAGES,
     stop_after: str | None = None,
     now: dt.datetime | None = None,
+    rebuild: bool = False,
 ) -> RunContext:
-    """Run every stage once and commit the run; see the module docstring for the guarantees."""
+    """Run every stage once and commit the run; see the module docstring for the guarantees.
+
+    `rebuild`: empty group_state and the gold tables first and fold every group's history from the whole
+    archive (after a change of the history logic). A warehouse whose last run predates group_state is
+    rebuilt the same way, once."""
     started_at = (now or dt.datetime.now(dt.timezone.utc)).replace(tzinfo=None)
     tables = Tables(spark, config.tables.database, config.tables.location)
     tables.ensure_database()
@@ -285,6 +328,17 @@ def run_nightly(
     if restored:
         log(f"previous run did not finish; rolled back {', '.join(restored)} to run {committed.run_id}")
     ctx = RunContext(tables, config, new_run_id(started_at), started_at, committed)
+    if committed.run_id is not None and GROUP_STATE.name not in committed.table_versions:
+        log("the gold tables were written before they carried state: rebuilding them from the archive once")
+        for spec in INCREMENTAL_INPUTS:
+            tables.ensure_change_feed(spec)
+        rebuild = True
+    if rebuild:
+        log("rebuild: group_state and the gold tables are emptied and recomputed from the whole archive")
+        for spec in (*GOLD_TABLES, GROUP_STATE):
+            tables.delete_where(spec, "true")
+        ctx.rebuild = True
+        ctx.extra["rebuild"] = "every gold table recomputed from the archive from an empty group_state"
     log(f"run {ctx.run_id}: stages {', '.join(s.name for s in stages)}")
     for stage in stages:
         log(f"stage {stage.name}: started")
@@ -355,11 +409,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--stop-after", default=None, help="stop (as if killed) after this stage, for crash drills"
     )
+    parser.add_argument(
+        "--rebuild", action="store_true",
+        help="recompute every gold table from the whole archive from an empty state (after a logic change)",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     config = load_config(args.conf)
     spark = build_session(config)
     try:
-        ctx = run_nightly(spark, config, stop_after=args.stop_after)
+        ctx = run_nightly(spark, config, stop_after=args.stop_after, rebuild=args.rebuild)
         print(format_summary(ctx))
     except StoppedAfterStage as stopped:
         log(f"stopped after stage {stopped} as asked; the next run recovers")

@@ -75,6 +75,9 @@ GROUP_GENERATIONS = TableSpec(
     # the generation is part of the grain (null for generations known only from the logs).
     grain=("cluster", "group_id", "group_protocol", "generation", "record_offset"),
     partition_columns=("cluster",),
+    # Each night amends the open rows of the groups it touched (MERGE): deletion vectors mark the replaced
+    # rows instead of rewriting every file that holds one.
+    properties={"delta.enableDeletionVectors": "true"},
     schema=T.StructType([_CLUSTER, *_row_columns(GenerationRow, {
         "group_id": "Consumer group id.",
         "group_protocol": "classic (JoinGroup/SyncGroup) or consumer (KIP-848).",

@@ -89,6 +89,66 @@ class StormsConfig:
 
 
 @dataclass(frozen=True)
+class HistoryConfig:
+    """The incremental history: how far back a late log line may still change a written generation.
+
+    ``reopen_hours``: generations within this many hours of a group's newest record or log line stay open
+    (their cause, evidence and timings are amended when their log lines arrive late); lines older than that
+    are counted in the run summary and not applied. Measured in the data's own time, so a re-run or a
+    backfill gives the same result whenever it runs.
+    """
+
+    reopen_hours: float = 48.0
+
+    def __post_init__(self) -> None:
+        if not self.reopen_hours >= 0:
+            raise ConfigError(f"history.reopen_hours must be 0 or more, found {self.reopen_hours}")
+
+
+#: Delta's default `delta.deletedFileRetentionDuration` (one week): VACUUM refuses a shorter retention
+#: unless its safety check is turned off, because a reader of an older version would lose its files.
+DELTA_SAFE_RETENTION_HOURS = 168
+
+
+@dataclass(frozen=True)
+class MaintenanceConfig:
+    """Table maintenance at the end of each nightly run (jobs/maintenance.py), so files per table stay bounded.
+
+    ``small_file_mb``/``max_small_files``: a table's partition (a cluster) is compacted (Delta OPTIMIZE)
+    once it holds more than ``max_small_files`` files smaller than ``small_file_mb``; only those files are
+    rewritten, so a compaction's cost does not grow with the archive. ``vacuum_every_commits``: VACUUM a
+    table each time its Delta log passes another this many commits (0: never). ``vacuum_retention_hours``:
+    files replaced more recently than this are kept (time travel, readers of older versions, crash
+    recovery, which is protected further by jobs/maintenance.py); below Delta's safety margin of 168 hours
+    only with ``allow_short_retention = true``.
+    """
+
+    enabled: bool = True
+    small_file_mb: float = 32.0
+    max_small_files: int = 16
+    vacuum_every_commits: int = 20
+    vacuum_retention_hours: int = DELTA_SAFE_RETENTION_HOURS  # whole hours: Delta rounds the retention
+    allow_short_retention: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.small_file_mb > 0:
+            raise ConfigError(f"maintenance.small_file_mb must be more than 0, found {self.small_file_mb}")
+        if self.max_small_files < 1:
+            raise ConfigError(f"maintenance.max_small_files must be 1 or more, found {self.max_small_files}")
+        if self.vacuum_every_commits < 0:
+            raise ConfigError(
+                f"maintenance.vacuum_every_commits must be 0 (never) or more, found {self.vacuum_every_commits}")
+        if self.vacuum_retention_hours < 0:
+            raise ConfigError(
+                f"maintenance.vacuum_retention_hours must be 0 or more, found {self.vacuum_retention_hours}")
+        if self.vacuum_retention_hours < DELTA_SAFE_RETENTION_HOURS and not self.allow_short_retention:
+            raise ConfigError(
+                f"maintenance.vacuum_retention_hours = {self.vacuum_retention_hours} is below Delta's safety "
+                f"margin of {DELTA_SAFE_RETENTION_HOURS} hours: set maintenance.allow_short_retention = true "
+                "to accept that readers of older versions may lose their files")
+
+
+@dataclass(frozen=True)
 class ReportConfig:
     """Where the nightly job writes the HTML audit report, and how many groups it details."""
 
@@ -134,6 +194,8 @@ class Config:
     spark: SparkConfig = field(default_factory=SparkConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
     storms: StormsConfig = field(default_factory=StormsConfig)
+    history: HistoryConfig = field(default_factory=HistoryConfig)
+    maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
 
 

@@ -276,6 +276,8 @@ class Tables:
         `Row`), a conversion out of Spark's binary rows and back for every row. On the 10M benchmark's
         full run, reading the table instead took a warm run from 48.0 s to 38.8 s.
         """
+        if after_version >= up_to_version:
+            return self.spark.createDataFrame([], spec.schema).select(*spec.column_names)
         if after_version <= 0:
             # Nothing read before: every row of the snapshot is new (for a table that is updated in place,
             # the snapshot holds each row as it is now, which is what a first reader wants).

@@ -1,0 +1,176 @@
+"""The nightly pipeline run k times over one input cut into k pieces must leave every gold table exactly as
+one run over the whole input does (the gold stages are folds over carried state, not recomputations).
+
+The input is a real broker's capture (samples/): its `__consumer_offsets` records are archived in k slices
+cut at random times (each partition in offset order, as the archive grows), and its broker and client log
+files grow the way log files do, either in step with the records (a line arrives in the run of its time)
+or all at once at the end (logs collected late, within the reopen horizon). The expected tables are those
+of one run over the complete input, in a database of their own.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from jobs.common.config import Config, LogSource, ReportConfig, SegmentSource, SourcesConfig, StormsConfig, TablesConfig
+from jobs.common.delta_io import Tables
+from jobs.nightly import STAGES, run_nightly
+from schemas import RAW_OFFSETS
+from schemas.gold import GOLD_TABLES
+from schemas.state import GROUP_STATE
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+STORMS = StormsConfig(min_rebalances=12, window_minutes=2, quiet_minutes=1, flapping_min_rejoins=3,
+                      lockstep_seconds=5, lockstep_min_groups=3)
+GOLD_STAGES = tuple(s for s in STAGES if s.name != "report")
+_LINE_TIME = re.compile(r"^\[?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)[,.](\d{3})")
+
+
+def _log_lines(sample: Path) -> dict[str, list[tuple[datetime | None, str]]]:
+    """Every log file of the sample: its lines with the time of the entry each belongs to."""
+    files = {}
+    for path in [sample / "broker" / "server.log", *sorted((sample / "clients").glob("*.log"))]:
+        lines: list[tuple[datetime | None, str]] = []
+        current: datetime | None = None
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True):
+            m = _LINE_TIME.match(line)
+            if m:
+                current = datetime.strptime(f"{m.group(1).replace('T', ' ')}.{m.group(2)}", "%Y-%m-%d %H:%M:%S.%f")
+            lines.append((current, line))
+        files[path.relative_to(sample).as_posix()] = lines
+    return files
+
+
+def _config(sample: Path, logs_dir: Path, root: Path, name: str, mode: str) -> Config:
+    cluster = "sample"
+    logs = (LogSource(cluster, "broker-1", (str(logs_dir / "broker" / "server.log"),), "UTC", 1),
+            LogSource(cluster, "clients", (str(logs_dir / "clients" / "*.log"),)))
+    sources = (SourcesConfig(mode="segments", segments=(SegmentSource(cluster, str(sample)),), logs=logs)
+               if mode == "segments" else SourcesConfig(mode="none", logs=logs))
+    return Config(sources=sources, tables=TablesConfig(database=name, location=str(root / name)),
+                  storms=STORMS, report=ReportConfig(path=str(root / f"{name}.html"), groups_shown=4))
+
+
+def _write_logs(logs_dir: Path, files: dict[str, list[tuple[datetime | None, str]]], until: datetime | None) -> None:
+    """Each log file as it stood at `until` (None: complete); files are only ever appended to."""
+    for rel, lines in files.items():
+        path = logs_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = "".join(line for at, line in lines if until is None or at is None or at <= until)
+        if not path.exists() or path.read_text(encoding="utf-8", errors="replace") != text:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(text[len(path.read_text(encoding="utf-8", errors="replace")) if path.exists() else 0:])
+
+
+@pytest.fixture(scope="module", params=["kafka-4.3.1"])
+def full(request: pytest.FixtureRequest, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+         ) -> Iterator[tuple[Path, Path, Tables, dict[str, list[tuple[datetime | None, str]]]]]:
+    """One run over the whole sample: the expected tables, and the archive the split runs are cut from."""
+    sample = ROOT / "samples" / request.param
+    root = tmp_path_factory.mktemp("incremental")
+    files = _log_lines(sample)
+    logs_dir = root / "logs"      # the split runs grow their files at the same paths (lines name their file)
+    _write_logs(logs_dir, files, None)
+    config = _config(sample, logs_dir, root, "cgh_full_" + request.param.replace(".", "_").replace("-", "_"),
+                     "segments")
+    run_nightly(spark, config, stages=GOLD_STAGES)
+    yield sample, root, Tables(spark, config.tables.database, config.tables.location), files
+
+
+def _comparable(df: DataFrame) -> DataFrame:
+    """Map columns as sorted entry arrays (Spark cannot sort rows by a map)."""
+    return df.select(*[F.sort_array(F.map_entries(f.name)).alias(f.name) if isinstance(f.dataType, T.MapType)
+                       else F.col(f.name) for f in df.schema.fields])
+
+
+def _gold(tables: Tables) -> dict[str, DataFrame]:
+    return {spec.name: _comparable(tables.read(spec)) for spec in GOLD_TABLES}
+
+
+def _assert_same_gold(got: Tables, expected: Tables) -> None:
+    for name, want in _gold(expected).items():
+        have = _gold(got)[name]
+        assert_df_equality(have, want, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True), name
+
+
+def _run_in_pieces(spark: SparkSession, full: tuple[Path, Path, Tables, dict], k: int, seed: int,
+                   logs_late: bool) -> Tables:
+    sample, root, expected, files = full
+    rng = random.Random(f"{k}:{seed}:{logs_late}")
+    name = f"cgh_split_{k}_{seed}_{int(logs_late)}"
+    logs_dir = root / "logs"
+    shutil.rmtree(logs_dir, ignore_errors=True)
+    (logs_dir / "broker").mkdir(parents=True)
+    (logs_dir / "clients").mkdir(parents=True)
+    config = _config(sample, logs_dir, root, name, "none")
+    tables = Tables(spark, name, config.tables.location)
+    archive = expected.read(RAW_OFFSETS).withColumn("_ts", F.col("timestamp")).persist()
+    times = sorted(r[0] for r in archive.select("timestamp").distinct().collect() if r[0] is not None)
+    cuts = sorted(rng.sample(times[:-1], k - 1)) if k > 1 else []
+    previous: datetime | None = None
+    try:
+        for i, cut in enumerate([*cuts, None]):
+            # Each partition's records up to the last offset whose time is within the cut, in offset order.
+            upto = archive if cut is None else archive.where(F.col("timestamp") <= F.lit(cut))
+            last = upto.groupBy("cluster", "partition").agg(F.max("offset").alias("_last"))
+            piece = archive.join(last, on=["cluster", "partition"], how="inner").where(F.col("offset") <= F.col("_last"))
+            if previous is not None:
+                before = archive.where(F.col("timestamp") <= F.lit(previous)).groupBy("cluster", "partition").agg(
+                    F.max("offset").alias("_before"))
+                piece = piece.join(before, on=["cluster", "partition"], how="left").where(
+                    F.col("_before").isNull() | (F.col("offset") > F.col("_before")))
+            if i == 0:
+                tables.ensure_database()
+                tables.ensure(RAW_OFFSETS)
+            tables.append(RAW_OFFSETS, piece.select(*RAW_OFFSETS.column_names))
+            if not logs_late or cut is None:
+                _write_logs(logs_dir, files, cut)
+            run_nightly(spark, config, stages=GOLD_STAGES)
+            previous = cut
+    finally:
+        archive.unpersist()
+    return tables
+
+
+@pytest.fixture(scope="module")
+def six_runs(spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> Tables:
+    return _run_in_pieces(spark, full, 6, 3, logs_late=False)
+
+
+def test_three_runs_with_lines_in_step_leave_the_gold_tables_of_one_run(
+        spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> None:
+    _assert_same_gold(_run_in_pieces(spark, full, 3, 1, logs_late=False), full[2])
+
+
+def test_six_runs_with_lines_in_step_leave_the_gold_tables_of_one_run(
+        six_runs: Tables, full: tuple[Path, Path, Tables, dict]) -> None:
+    _assert_same_gold(six_runs, full[2])
+
+
+def test_logs_collected_after_the_records_amend_the_written_generations(
+        spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> None:
+    got = _run_in_pieces(spark, full, 3, 7, logs_late=True)
+    _assert_same_gold(got, full[2])
+    assert got.read(GROUP_STATE).where(F.col("generations").isNotNull()).count() > 0
+
+
+def test_a_rebuild_equals_the_incremental_result(
+        spark: SparkSession, six_runs: Tables, full: tuple[Path, Path, Tables, dict]) -> None:
+    sample, root, expected, _ = full
+    config = _config(sample, root / "logs", root, six_runs.database, "none")
+    ctx = run_nightly(spark, config, stages=GOLD_STAGES, rebuild=True)
+    assert "rebuild" in ctx.extra
+    _assert_same_gold(six_runs, expected)
