@@ -15,12 +15,21 @@ Partition counts are not in `__consumer_offsets`. Callers pass them when they kn
 commits or the cluster); otherwise they are inferred as (highest assigned or owned partition + 1) per
 subscribed topic, which is exact whenever every partition of a subscribed topic was assigned or still
 owned, as Kafka's assignors ensure, and the result says it was inferred.
+
+:func:`replay_stored_generation` replays a generation from its members as the decode stage stores them
+(``group_members`` rows, :class:`StoredMember`) instead of the record's bytes; :func:`fold_whatif` runs the
+what-if replay as a fold over the generations each nightly run adds, from a small carried state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import copy
+import hashlib
+import pickle
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from coordinator_core._frozen import fast_init
@@ -114,6 +123,54 @@ def member_subscriptions(
     return subs, recorded
 
 
+@dataclass(frozen=True)
+class StoredMember:
+    """One member of a stored generation as the decode stage keeps it (a ``group_members`` row): its
+    subscription and assignment already decoded from the record's ConsumerProtocol bytes.
+
+    ``subscription_version`` is None when no subscription decoded (then ``protocol_error`` says why, or
+    none was stored); ``assigned_partitions`` None when the member stored no assignment.
+    """
+
+    member_id: str
+    group_instance_id: str | None
+    subscription_version: int | None
+    subscribed_topics: tuple[str, ...] | None
+    subscription_user_data: bytes | None
+    owned_partitions: tuple[TopicPartition, ...] | None
+    subscription_generation: int | None
+    rack_id: str | None
+    assigned_partitions: tuple[TopicPartition, ...] | None
+    protocol_error: str | None = None
+
+
+def stored_member_subscriptions(
+    members: Sequence[StoredMember],
+) -> tuple[list[MemberSubscription], dict[str, tuple[TopicPartition, ...]]]:
+    """:func:`member_subscriptions` for members the decode stage stored (in the record's member order).
+
+    Raises:
+        ValueError: a member's subscription or assignment did not decode (the same message as from the
+            record's bytes).
+    """
+    subs: list[MemberSubscription] = []
+    recorded: dict[str, tuple[TopicPartition, ...]] = {}
+    for member in members:
+        if member.protocol_error is not None or member.subscription_version is None:
+            raise ValueError(f"member {member.member_id}: {member.protocol_error or 'no subscription stored'}")
+        subs.append(MemberSubscription(
+            member_id=member.member_id,
+            topics=tuple(member.subscribed_topics or ()),
+            user_data=member.subscription_user_data,
+            owned_partitions=tuple(member.owned_partitions or ()),
+            generation=member.subscription_generation if member.subscription_version >= 2 else None,
+            group_instance_id=member.group_instance_id,
+            rack_id=member.rack_id,
+        ))
+        recorded[member.member_id] = tuple(member.assigned_partitions or ())
+    return subs, recorded
+
+
 def infer_partition_counts(subscriptions: Iterable[MemberSubscription],
                            assignments: Iterable[Iterable[TopicPartition]]) -> dict[str, int]:
     """Highest assigned partition + 1 for every subscribed topic (0 for a topic nobody was given)."""
@@ -155,21 +212,46 @@ def replay_generation(value: GroupMetadataValue, *, kafka_version: str = NEWEST_
     >>> r.status, r.partition_counts, [x.replayed for x in r.members]
     ('match', {'t': 3}, [(('t', 0), ('t', 1)), (('t', 2),)])
     """
+    return _replay(value.generation, value.protocol_type, value.protocol, bool(value.members),
+                   lambda: member_subscriptions(value), kafka_version, partition_counts, explaining_versions)
+
+
+def replay_stored_generation(generation: int, protocol_type: str | None, protocol: str | None,
+                             members: Sequence[StoredMember], *, kafka_version: str = NEWEST_KAFKA_VERSION,
+                             partition_counts: Mapping[str, int] | None = None,
+                             explaining_versions: Sequence[str] = EXPLAINING_VERSIONS) -> GenerationReplay:
+    """:func:`replay_generation` from the generation's members as the decode stage stores them, in the
+    record's member order (which decides the leader's HashMap order, hence some assignments).
+
+    >>> a = StoredMember("a", None, 3, ("t",), None, (), -1, None, (("t", 0), ("t", 1)))
+    >>> b = StoredMember("b", None, 3, ("t",), None, (), -1, None, (("t", 2),))
+    >>> r = replay_stored_generation(1, "consumer", "range", [a, b])
+    >>> r.status, r.partition_counts, [x.replayed for x in r.members]
+    ('match', {'t': 3}, [(('t', 0), ('t', 1)), (('t', 2),)])
+    """
+    return _replay(generation, protocol_type, protocol, bool(members), lambda: stored_member_subscriptions(members),
+                   kafka_version, partition_counts, explaining_versions)
+
+
+def _replay(generation: int, protocol_type: str | None, protocol: str | None, has_members: bool,
+            inputs: Callable[[], tuple[list[MemberSubscription], dict[str, tuple[TopicPartition, ...]]]],
+            kafka_version: str, partition_counts: Mapping[str, int] | None,
+            explaining_versions: Sequence[str]) -> GenerationReplay:
     def result(status: str, reason: str | None, detail: str | None, members: tuple[MemberReplay, ...] = (),
                counts: Mapping[str, int] | None = None, inferred: bool = False,
                matching: str | None = None) -> GenerationReplay:
-        return GenerationReplay(value.generation, value.protocol, kafka_version, status, reason, detail, matching,
+        return GenerationReplay(generation, protocol, kafka_version, status, reason, detail, matching,
                                 dict(counts or {}), inferred, members)
 
-    if value.protocol_type != CONSUMER_PROTOCOL_TYPE:
-        return result("not_replayable", "not_consumer_protocol", f"protocol type {value.protocol_type!r}")
-    if not value.members or value.protocol is None:
+    if protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return result("not_replayable", "not_consumer_protocol", f"protocol type {protocol_type!r}")
+    if not has_members or protocol is None:
         return result("not_replayable", "inputs_missing", "no members (an empty-group record)")
-    if value.protocol not in ASSIGNORS:
+    if protocol not in ASSIGNORS:
         return result("not_replayable", "custom_assignor",
-                      f"protocol {value.protocol!r} is not one of Kafka's assignors {sorted(ASSIGNORS)}")
+                      f"protocol {protocol!r} is not one of Kafka's assignors {sorted(ASSIGNORS)}")
     try:
-        subs, recorded = member_subscriptions(value)
+        subs, recorded = inputs()
     except ValueError as e:
         return result("not_replayable", "inputs_missing", str(e))
     inferred = partition_counts is None
@@ -180,7 +262,7 @@ def replay_generation(value: GroupMetadataValue, *, kafka_version: str = NEWEST_
 
     def run(version: str) -> tuple[MemberReplay, ...] | str:
         try:
-            return _compare(subs, recorded, assign(value.protocol or "", counts, subs, kafka_version=version))
+            return _compare(subs, recorded, assign(protocol or "", counts, subs, kafka_version=version))
         except (AssignorError, UnsupportedKafkaVersion) as e:
             return f"{type(e).__name__}: {e}"
 
@@ -193,7 +275,7 @@ def replay_generation(value: GroupMetadataValue, *, kafka_version: str = NEWEST_
         other = run(version)
         if isinstance(other, tuple) and _matches(other):
             return result("mismatch", "other_client_version",
-                          f"the {value.protocol} assignor of kafka-clients {version} reproduces the record",
+                          f"the {protocol} assignor of kafka-clients {version} reproduces the record",
                           first if isinstance(first, tuple) else other, counts, inferred, version)
     if isinstance(first, str):
         return result("not_replayable", "inputs_missing", first, (), counts, inferred)
@@ -251,35 +333,50 @@ def whatif_history(history: Sequence[GenerationMembers], assignor: str, *,
     [(0, 0), (2, 2)]
     """
     steps: list[WhatIfStep] = []
-    previous: dict[str, tuple[TopicPartition, ...]] = {}
-    previous_generation = -1
-    cooperative = assignor in COOPERATIVE_PROTOCOLS
+    cursor = WhatIfCursor()
     for gen in history:
-        try:
-            out = assign(assignor, gen.partition_counts, _fed_back(gen, assignor, previous, previous_generation),
-                         kafka_version=kafka_version)
-            if cooperative:
-                # Round one withholds partitions that change owner (their owners revoke them); the
-                # follow-up rebalance hands them out. Replay that second round for the settled state.
-                round_one = {mid: tuple(ps) for mid, ps in out.items()}
-                out = assign(assignor, gen.partition_counts, _fed_back(gen, assignor, round_one, gen.generation),
-                             kafka_version=kafka_version)
-        except (AssignorError, UnsupportedKafkaVersion, ValueError) as e:
-            steps.append(WhatIfStep(gen.generation, assignor, len(gen.members), 0, 0, 0, 0, {},
-                                    f"{type(e).__name__}: {e}"))
-            continue
-        assignment = {mid: tuple(ps) for mid, ps in out.items()}
-        owner_before = {tp: mid for mid, ps in previous.items() for tp in ps}
-        moved = sum(1 for mid, ps in assignment.items() for tp in ps if owner_before.get(tp, mid) != mid)
-        sizes = [len(ps) for ps in assignment.values()] or [0]
-        # Eager: every member still in the group revokes all it owns when the rebalance starts.
-        owned_by_staying = sum(len(previous.get(m.member_id, ())) for m in gen.members)
-        paused = moved if cooperative else owned_by_staying
-        steps.append(WhatIfStep(gen.generation, assignor, len(gen.members), sum(sizes), moved,
-                                max(sizes) - min(sizes), paused, assignment, None))
-        previous = assignment
-        previous_generation = gen.generation
+        step, cursor = whatif_step(cursor, gen, assignor, kafka_version=kafka_version)
+        steps.append(step)
     return steps
+
+
+@dataclass(frozen=True)
+class WhatIfCursor:
+    """Where a what-if replay stands between two steps: the assignment its members own (the previous
+    step's output) and that step's generation."""
+
+    previous: Mapping[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
+    previous_generation: int = -1
+
+
+def whatif_step(cursor: WhatIfCursor, gen: GenerationMembers, assignor: str, *,
+                kafka_version: str = NEWEST_KAFKA_VERSION) -> tuple[WhatIfStep, WhatIfCursor]:
+    """One step of :func:`whatif_history`: the generation replayed from ``cursor``, and the cursor after it
+    (unchanged when the step could not be replayed)."""
+    cooperative = assignor in COOPERATIVE_PROTOCOLS
+    try:
+        out = assign(assignor, gen.partition_counts, _fed_back(gen, assignor, cursor.previous,
+                                                               cursor.previous_generation),
+                     kafka_version=kafka_version)
+        if cooperative:
+            # Round one withholds partitions that change owner (their owners revoke them); the
+            # follow-up rebalance hands them out. Replay that second round for the settled state.
+            round_one = {mid: tuple(ps) for mid, ps in out.items()}
+            out = assign(assignor, gen.partition_counts, _fed_back(gen, assignor, round_one, gen.generation),
+                         kafka_version=kafka_version)
+    except (AssignorError, UnsupportedKafkaVersion, ValueError) as e:
+        return WhatIfStep(gen.generation, assignor, len(gen.members), 0, 0, 0, 0, {},
+                          f"{type(e).__name__}: {e}"), cursor
+    assignment = {mid: tuple(ps) for mid, ps in out.items()}
+    owner_before = {tp: mid for mid, ps in cursor.previous.items() for tp in ps}
+    moved = sum(1 for mid, ps in assignment.items() for tp in ps if owner_before.get(tp, mid) != mid)
+    sizes = [len(ps) for ps in assignment.values()] or [0]
+    # Eager: every member still in the group revokes all it owns when the rebalance starts.
+    owned_by_staying = sum(len(cursor.previous.get(m.member_id, ())) for m in gen.members)
+    paused = moved if cooperative else owned_by_staying
+    step = WhatIfStep(gen.generation, assignor, len(gen.members), sum(sizes), moved, max(sizes) - min(sizes),
+                      paused, assignment, None)
+    return step, WhatIfCursor(assignment, gen.generation)
 
 
 def _fed_back(gen: GenerationMembers, assignor: str, owned_by: Mapping[str, tuple[TopicPartition, ...]],
@@ -309,23 +406,100 @@ def _identity(member: Any) -> str:
     return f"{member.client_id or '?'}@{member.client_host or '?'}"
 
 
+def _grow_counts(counts: dict[str, int], generation: Any) -> None:
+    """Raise ``counts`` to what one generation shows of its topics' sizes: every subscribed topic (0 when
+    nothing of it was assigned), and the highest assigned partition + 1."""
+    for m in generation.members:
+        for t in m.subscribed_topics:
+            counts.setdefault(t, 0)
+        for p in m.assigned_partitions:
+            counts[p.topic] = max(counts.get(p.topic, 0), p.partition + 1)
+
+
+def _generation_members(generation: Any, counts: Mapping[str, int]) -> GenerationMembers:
+    return GenerationMembers(generation.generation,
+                             tuple(MemberSubscription(m.member_id, tuple(m.subscribed_topics),
+                                                      group_instance_id=m.group_instance_id)
+                                   for m in generation.members), dict(counts))
+
+
 def history_members(generations: Sequence[Any]) -> list[GenerationMembers]:
     """What-if inputs from a group's classic generation rows (``coordinator_core.history.GenerationRow``):
-    members in their recorded order with subscribed topics; partition counts taken as the highest partition
-    ever assigned + 1 per topic (the history's own evidence of each topic's size)."""
+    members in their recorded order with subscribed topics; partition counts as known up to each
+    generation: per topic, the highest partition assigned in that generation or any earlier one, + 1.
+
+    The counts used to be the highest partition of the *whole* history, so a topic that grew later was
+    replayed at its final size from the start. That is a look-ahead no night-by-night replay can make (the
+    next night's generations would change every earlier step), and a leader could not have known it
+    either: it assigned the partitions its metadata had. Counts only ever grow, so a topic that shrank
+    (deleted and created again) keeps its largest size.
+    """
     counts: dict[str, int] = {}
+    out = []
     for g in generations:
-        for m in g.members:
-            for t in m.subscribed_topics:
-                counts.setdefault(t, 0)
-            for p in m.assigned_partitions:
-                counts[p.topic] = max(counts.get(p.topic, 0), p.partition + 1)
-    return [
-        GenerationMembers(g.generation, tuple(MemberSubscription(m.member_id, tuple(m.subscribed_topics),
-                                                                 group_instance_id=m.group_instance_id)
-                                              for m in g.members), dict(counts))
-        for g in generations
-    ]
+        _grow_counts(counts, g)
+        out.append(_generation_members(g, counts))
+    return out
+
+
+@dataclass(frozen=True)
+class StaticCursor:
+    """Where the static-membership counterfactual stands: the identities and session timeout of the last
+    generation it kept, and whether the next generation is the return of members that were gone (and is
+    absorbed with their departure)."""
+
+    kept_identities: frozenset[str] | None = None
+    kept_timeout_ms: int = 0
+    skip_next: bool = False
+
+
+def _identities(g: Any) -> frozenset[str]:
+    return frozenset(_identity(m) for m in g.members)
+
+
+def _timeout_ms(g: Any) -> int:
+    return max((m.session_timeout_ms or 0) for m in g.members) if g.members else 0
+
+
+def _within(a: Any, b: Any, limit_ms: int) -> bool:
+    if a.rebalance_started_at is None or b.rebalance_started_at is None:
+        return False
+    return bool((b.rebalance_started_at - a.rebalance_started_at).total_seconds() * 1000 <= limit_ms)
+
+
+def static_keeps(cursor: StaticCursor, generations: Sequence[Any]) -> list[tuple[bool, StaticCursor]]:
+    """For each generation from ``cursor`` on: whether the counterfactual keeps it, and the cursor after it.
+
+    A generation is judged with the one after it (a departure is absorbed when the same members are back
+    within the session timeout), so the last one is judged without it: a caller that gets more
+    generations later judges it again.
+    """
+    out: list[tuple[bool, StaticCursor]] = []
+    for i, g in enumerate(generations):
+        if cursor.skip_next:
+            cursor = StaticCursor(cursor.kept_identities, cursor.kept_timeout_ms, False)
+            out.append((False, cursor))
+            continue
+        ids = _identities(g)
+        kept = cursor.kept_identities
+        if kept is not None:
+            if ids == kept:
+                out.append((False, cursor))  # same clients and hosts, new member ids only: absorbed
+                continue
+            nxt = generations[i + 1] if i + 1 < len(generations) else None
+            if nxt is not None and ids < kept and _identities(nxt) == kept and _within(g, nxt, cursor.kept_timeout_ms):
+                cursor = StaticCursor(kept, cursor.kept_timeout_ms, True)
+                out.append((False, cursor))  # members gone and back within the session timeout: no rebalance
+                continue
+        cursor = StaticCursor(ids, _timeout_ms(g), False)
+        out.append((True, cursor))
+    return out
+
+
+def _static_generation(g: Any, h: GenerationMembers) -> GenerationMembers:
+    members = tuple(MemberSubscription(_identity(m), s.topics, group_instance_id=_identity(m))
+                    for m, s in zip(g.members, h.members, strict=True))
+    return GenerationMembers(h.generation, members, h.partition_counts)
 
 
 def static_membership_counterfactual(generations: Sequence[Any],
@@ -345,37 +519,309 @@ def static_membership_counterfactual(generations: Sequence[Any],
     >>> [g.generation for g in static_membership_counterfactual(gens, history_members(gens))]
     [1, 5]
     """
-    def ids(g: Any) -> frozenset[str]:
-        return frozenset(_identity(m) for m in g.members)
+    keeps = static_keeps(StaticCursor(), generations)
+    return [_static_generation(g, h) for g, h, (keep, _) in zip(generations, history, keeps, strict=True) if keep]
 
-    def timeout_ms(g: Any) -> int:
-        return max((m.session_timeout_ms or 0) for m in g.members) if g.members else 0
 
-    def within(a: Any, b: Any, limit_ms: int) -> bool:
-        if a.rebalance_started_at is None or b.rebalance_started_at is None:
-            return False
-        return bool((b.rebalance_started_at - a.rebalance_started_at).total_seconds() * 1000 <= limit_ms)
+# ----------------------------------------------------------------------------------------------
+# The what-if replay of a group's history, as a fold over the generations each run adds
 
-    kept: list[int] = []
-    i = 0
-    while i < len(generations):
-        g = generations[i]
-        if kept:
-            previous = generations[kept[-1]]
-            if ids(g) == ids(previous):
-                i += 1  # same clients and hosts, new member ids only: absorbed by static membership
-                continue
-            nxt = generations[i + 1] if i + 1 < len(generations) else None
-            if (nxt is not None and ids(g) < ids(previous) and ids(nxt) == ids(previous)
-                    and within(g, nxt, timeout_ms(previous))):
-                i += 2  # members gone and back within the session timeout: no rebalance at all
-                continue
-        kept.append(i)
-        i += 1
-    out = []
-    for index in kept:
-        g, h = generations[index], history[index]
-        members = tuple(MemberSubscription(_identity(m), s.topics, group_instance_id=_identity(m))
-                        for m, s in zip(g.members, h.members, strict=True))
-        out.append(GenerationMembers(h.generation, members, h.partition_counts))
+#: The assignors every history is replayed under.
+WHATIF_ASSIGNORS: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+#: A what-if row's identity within its group: (generation, assignor, static membership).
+WhatIfKey = tuple[int, str, bool]
+
+#: Bumped whenever :class:`WhatIfState` or the rules of :func:`fold_whatif` change: an older state is not
+#: read, its group is replayed again from its whole history (``WhatIfFold.rebuild_needed``).
+WHATIF_STATE_VERSION = 1
+
+#: The last generations replayed stay open whatever their age (the generation history can still amend the
+#: last rows; the counterfactual judges each generation with the next one).
+MIN_OPEN_GENERATIONS = 4
+
+#: At most this many of a group's last generations are held open (the generation history's own fold keeps
+#: at most 256 drafts open).
+MAX_OPEN_GENERATIONS = 256
+
+
+@dataclass(frozen=True)
+class WhatIfPartition:
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class WhatIfMember:
+    """What the what-if replay reads of one member (the attribute names of ``GenerationMember``)."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str | None
+    client_host: str | None
+    subscribed_topics: tuple[str, ...]
+    assigned_partitions: tuple[WhatIfPartition, ...]
+    session_timeout_ms: int | None
+
+
+@dataclass(frozen=True)
+class WhatIfGeneration:
+    """What the what-if replay reads of one generation (the attribute names of ``GenerationRow``)."""
+
+    generation: int
+    record_offset: int
+    rebalance_started_at: datetime | None
+    settled_at: datetime | None
+    members: tuple[WhatIfMember, ...]
+
+
+@dataclass(frozen=True)
+class WhatIfRow:
+    """One row of ``assignor_whatif`` (less cluster and group): a step of the replay."""
+
+    generation: int
+    assignor: str
+    static_membership: bool
+    members: int
+    partitions: int
+    partitions_moved: int
+    balance: int
+    paused_partitions: int
+    error: str | None
+
+    @property
+    def key(self) -> WhatIfKey:
+        return (self.generation, self.assignor, self.static_membership)
+
+
+def _naive_utc(value: datetime | None) -> datetime | None:
+    if value is None or value.tzinfo is None:
+        return value
+    return value.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def _settled_at(row: Mapping[str, Any]) -> datetime | None:
+    """The last moment known to belong to the row's rebalance (the reopen horizon's clock)."""
+    return _naive_utc(row.get("assignment_stored_at") or row.get("stabilized_at") or row.get("rebalance_started_at"))
+
+
+def _items(value: Any) -> tuple[Any, ...]:
+    return () if value is None else tuple(value)
+
+
+def whatif_generation(row: Mapping[str, Any]) -> WhatIfGeneration | None:
+    """The generation the what-if replays from a group_generations row given as plain values (a table row or
+    ``GenerationRow.to_dict()``), or None: only classic consumer-protocol generations that completed with
+    members, as a GroupMetadata record stored them (record_offset set), are replayed."""
+    if (row["group_protocol"] != "classic" or row["outcome"] != "stable" or row.get("protocol_type") != "consumer"
+            or row.get("record_offset") is None):
+        return None
+    members = tuple(
+        WhatIfMember(m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"],
+                     tuple(_items(m["subscribed_topics"])),
+                     tuple(WhatIfPartition(p["topic"], int(p["partition"])) for p in _items(m["assigned_partitions"])),
+                     None if m["session_timeout_ms"] is None else int(m["session_timeout_ms"]))
+        for m in _items(row.get("members")))
+    return WhatIfGeneration(int(row["generation"]), int(row["record_offset"]),
+                            _naive_utc(row.get("rebalance_started_at")), _settled_at(row), members)
+
+
+def _whatif_row(step: WhatIfStep, static: bool) -> WhatIfRow:
+    return WhatIfRow(step.generation, step.assignor, static, step.members, step.partitions, step.partitions_moved,
+                     step.balance, step.paused_partitions, step.error)
+
+
+def whatif_of_history(rows: Iterable[Mapping[str, Any]], assignors: Sequence[str] = WHATIF_ASSIGNORS, *,
+                      kafka_version: str = NEWEST_KAFKA_VERSION) -> list[WhatIfRow]:
+    """One group's whole history replayed under every assignor, with and without static membership, from
+    its group_generations rows (any order; the replayed generations are taken in record order). A group
+    deleted and created again reuses generation numbers: its rows then come twice for one key, the later
+    generation last (the table keeps that one)."""
+    generations = sorted((g for g in map(whatif_generation, rows) if g is not None), key=lambda g: g.record_offset)
+    out: list[WhatIfRow] = []
+    for static in (False, True):
+        history = history_members(generations)
+        if static:
+            history = static_membership_counterfactual(generations, history)
+        for assignor in assignors:
+            out.extend(_whatif_row(step, static) for step in whatif_history(history, assignor,
+                                                                              kafka_version=kafka_version))
     return out
+
+
+@dataclass
+class WhatIfCheckpoint:
+    """The replay after every generation before the window: partition counts so far, each assignor's
+    cursor with and without static membership, the counterfactual's cursor."""
+
+    #: record offset of the first generation not folded in (None: none is)
+    offset: int | None
+    counts: dict[str, int]
+    dynamic: dict[str, WhatIfCursor]
+    static: dict[str, WhatIfCursor]
+    static_cursor: StaticCursor
+    #: what the counterfactual read of the first generation not folded in when it judged the last folded
+    #: one with it: (record offset, member identities, rebalance start). Should it change, that judgement
+    #: is void.
+    lookahead: tuple[int, frozenset[str], datetime | None] | None = None
+
+
+@dataclass
+class WhatIfState:
+    """One group's what-if state: the checkpoint, the open generations after it (the **window**: those
+    within the reopen horizon of the newest row, the last ``MIN_OPEN_GENERATIONS``, and the final one just
+    before them that the counterfactual judges with its successor), and a digest of every row written for
+    the window's generations, so that a run writes only the rows that changed."""
+
+    checkpoint: WhatIfCheckpoint
+    version: int = WHATIF_STATE_VERSION
+    window: dict[int, WhatIfGeneration] = field(default_factory=dict)
+    emitted: dict[WhatIfKey, bytes] = field(default_factory=dict)
+    watermark: datetime | None = None
+
+
+@dataclass(frozen=True)
+class WhatIfFold:
+    """One step of the what-if fold: the state to carry, the rows that are new or changed, the keys of rows
+    that no longer exist; or ``rebuild_needed`` when the changes reach a generation already folded into
+    the checkpoint (the group must then be replayed again from its whole history)."""
+
+    state: WhatIfState | None
+    rows: list[WhatIfRow]
+    removed: list[WhatIfKey]
+    rebuild_needed: bool = False
+
+
+def _empty_checkpoint(assignors: Sequence[str]) -> WhatIfCheckpoint:
+    return WhatIfCheckpoint(None, {}, {a: WhatIfCursor() for a in assignors}, {a: WhatIfCursor() for a in assignors},
+                            StaticCursor())
+
+
+def _row_digest(row: WhatIfRow) -> bytes:
+    return hashlib.blake2b(pickle.dumps(row, protocol=4), digest_size=16).digest()
+
+
+def fold_whatif(
+    state: WhatIfState | None,
+    changed: Iterable[Mapping[str, Any]],
+    removed: Iterable[tuple[str, int, int | None]] = (),
+    *,
+    reopen: timedelta = timedelta(hours=48),
+    min_open: int = MIN_OPEN_GENERATIONS,
+    max_open: int = MAX_OPEN_GENERATIONS,
+    assignors: Sequence[str] = WHATIF_ASSIGNORS,
+    kafka_version: str = NEWEST_KAFKA_VERSION,
+) -> WhatIfFold:
+    """Continues a group's what-if replay from ``state`` with the generation rows a run inserted or amended
+    (plain values, see :func:`whatif_generation`) and the keys (group_protocol, generation, record_offset)
+    of rows it deleted.
+
+    From an empty state with every row of the group this is :func:`whatif_of_history` (one row per key,
+    the last); for any split of the rows over several calls, amendments included as long as they stay
+    within ``reopen`` of the newest row or among the last generations, the rows written add up to the same.
+    The state passed in is not changed.
+    """
+    st = copy.deepcopy(state) if state is not None else WhatIfState(_empty_checkpoint(assignors))
+    cp = st.checkpoint
+    rebuild = WhatIfFold(None, [], [], rebuild_needed=True)
+    for protocol, _, offset in removed:
+        if protocol != "classic" or offset is None:
+            continue
+        if cp.offset is not None and offset < cp.offset:
+            return rebuild
+        st.window.pop(offset, None)
+    for row in changed:
+        settled = _settled_at(row)
+        if settled is not None and (st.watermark is None or settled > st.watermark):
+            st.watermark = settled
+        offset = row.get("record_offset")
+        if offset is None or row["group_protocol"] != "classic":
+            continue
+        generation = whatif_generation(row)
+        if cp.offset is not None and offset < cp.offset:
+            if generation is not None:
+                return rebuild  # a generation already folded in was amended
+            continue
+        if generation is None:
+            st.window.pop(int(offset), None)
+        else:
+            st.window[generation.record_offset] = generation
+
+    if cp.lookahead is not None and _lookahead(st.window.get(cp.lookahead[0])) != cp.lookahead:
+        return rebuild  # the generation the last folded one was judged with changed
+    generations = [st.window[offset] for offset in sorted(st.window)]
+    n = len(generations)
+    horizon = st.watermark - reopen if st.watermark is not None else None
+    first_open = next((i for i, g in enumerate(generations)
+                       if horizon is None or g.settled_at is None or g.settled_at >= horizon), n)
+    first_open = max(min(first_open, n - min_open), n - max_open, 0)
+    # Generations before `fold` are folded into the checkpoint: final, and so is the one after the last of
+    # them (which the counterfactual judged it with).
+    fold = max(first_open - 1, 0)
+
+    counts = dict(cp.counts)
+    history: list[GenerationMembers] = []
+    folded_counts = counts if fold == 0 else {}
+    for i, g in enumerate(generations):
+        _grow_counts(counts, g)
+        history.append(_generation_members(g, counts))
+        if i == fold - 1:
+            folded_counts = dict(counts)
+    outputs: dict[WhatIfKey, WhatIfRow] = {}
+    origin: dict[WhatIfKey, int] = {}
+
+    def replay(steps: Sequence[tuple[int, GenerationMembers]], cursor: WhatIfCursor, assignor: str,
+               static: bool) -> WhatIfCursor:
+        """Replays the steps, keeps their rows; returns the cursor before the first unfolded step."""
+        at_fold = None
+        for i, h in steps:
+            if at_fold is None and i >= fold:
+                at_fold = cursor
+            step, cursor = whatif_step(cursor, h, assignor, kafka_version=kafka_version)
+            row = _whatif_row(step, static)
+            outputs[row.key] = row
+            origin[row.key] = i
+        return cursor if at_fold is None else at_fold
+
+    folded_dynamic = {a: replay(list(enumerate(history)), cp.dynamic[a], a, False) for a in assignors}
+    keeps = static_keeps(cp.static_cursor, generations)
+    kept = [(i, _static_generation(generations[i], history[i])) for i, (keep, _) in enumerate(keeps) if keep]
+    folded_static = {a: replay(kept, cp.static[a], a, True) for a in assignors}
+
+    digests = {key: _row_digest(row) for key, row in outputs.items()}
+    changed_rows = [row for key, row in outputs.items() if st.emitted.get(key) != digests[key]]
+    gone = [key for key in st.emitted if key not in outputs]
+    if fold > 0:
+        st.checkpoint = WhatIfCheckpoint(generations[fold].record_offset, folded_counts, folded_dynamic,
+                                         folded_static, keeps[fold - 1][1], _lookahead(generations[fold]))
+    st.window = {g.record_offset: g for g in generations[fold:]}
+    st.emitted = {key: digests[key] for key in outputs if origin[key] >= fold}
+    return WhatIfFold(st, changed_rows, gone)
+
+
+def _lookahead(g: WhatIfGeneration | None) -> tuple[int, frozenset[str], datetime | None] | None:
+    return None if g is None else (g.record_offset, _identities(g), g.rebalance_started_at)
+
+
+class WhatIfStateVersionError(ValueError):
+    """The carried state was written by another layout version (the group is replayed in full)."""
+
+
+def dump_whatif_state(state: WhatIfState) -> bytes:
+    """The state as bytes for the ``group_state.whatif`` column."""
+    return zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 6)
+
+
+def load_whatif_state(data: bytes | None) -> WhatIfState | None:
+    """The state from its bytes (None for a group without one).
+
+    Raises:
+        WhatIfStateVersionError: written by another layout version.
+    """
+    if data is None:
+        return None
+    state = pickle.loads(zlib.decompress(bytes(data)))  # noqa: S301 - the project's own state table
+    if not isinstance(state, WhatIfState) or state.version != WHATIF_STATE_VERSION:
+        raise WhatIfStateVersionError(f"what-if state of layout version {getattr(state, 'version', None)}, "
+                                      f"this code reads {WHATIF_STATE_VERSION}")
+    return state

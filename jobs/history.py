@@ -17,18 +17,16 @@ from typing import Any
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-
 from pyspark.sql import types as T
 
 from jobs.common.delta_io import Tables
 from jobs.common.group_state import merge_state
 from schemas import CONSUMER_GROUP_RECORDS, GROUP_METADATA, OFFSET_COMMITS, RAW_OFFSETS
-from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, OFFSET_EVENTS, TableSpec
+from schemas.gold import GROUP_GENERATIONS, OFFSET_EVENTS, TableSpec
 from schemas.logs import COORDINATOR_EVENTS
 from schemas.state import GROUP_STATE
 
 GROUP_KEY = ["cluster", "group_id"]
-WHATIF_ASSIGNORS: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperative-sticky")
 
 
 @dataclass(frozen=True)
@@ -219,7 +217,8 @@ def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: fl
               .unionByName(held.select(*GROUP_KEY, F.lit(None).cast("int").alias("partition"),
                                        F.lit(None).cast("long").alias("offset"),
                                        F.lit(None).cast("long").alias("timestamp_ms"),
-                                       F.lit(None).cast("binary").alias("key"), F.lit(None).cast("binary").alias("value"),
+                                       F.lit(None).cast("binary").alias("key"),
+                                       F.lit(None).cast("binary").alias("value"),
                                        F.lit(None).cast("string").alias("transaction_outcome"), "state")))
     out = per_bucket(inputs, FOLD_OUTPUT, _fold_fn(new_topic_names(tables, run), reopen_hours),
                      DEFAULT_BUCKETS, events).persist()
@@ -235,9 +234,10 @@ def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: fl
         merge_state(tables, out.where(F.col("_kind") == "state").select(
             *GROUP_KEY, F.col("_state").alias("generations"), F.col("_watermark").alias("generations_watermark")),
             ["generations", "generations_watermark"], run_id)
-    return GenerationsResult(int(summary["groups"] or 0) if summary else 0, int(summary["written"] or 0) if summary else 0,
-                             int(summary["deleted"] or 0) if summary else 0, int(summary["late"] or 0) if summary else 0,
-                             rows)
+    def count(name: str) -> int:
+        return int(summary[name] or 0) if summary is not None else 0
+
+    return GenerationsResult(count("groups"), count("written"), count("deleted"), count("late"), rows)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -323,22 +323,6 @@ def _bucketed(per_group: Callable[..., GroupRows], spec: TableSpec, cogrouped: b
     return lambda frame: run((frame,))
 
 
-def _generations_fn(topic_names: Mapping[str, Mapping[str, str]]
-                    ) -> Callable[[pd.DataFrame, pd.DataFrame], GroupRows]:
-    def run(records: pd.DataFrame, events: pd.DataFrame) -> GroupRows:
-        from coordinator_core import group_history
-
-        if records.empty and events.empty:
-            return []
-        cluster = (records if not records.empty else events)["cluster"].iloc[0]
-        group = (records if not records.empty else events)["group_id"].iloc[0]
-        rows = group_history(_records(records), _events(events), group_id=group,
-                             topic_names=topic_names.get(cluster))
-        return [{**r.to_dict(), "cluster": cluster} for r in rows]
-
-    return run
-
-
 def _offset_events_fn(records: pd.DataFrame, events: pd.DataFrame) -> GroupRows:
     from coordinator_core import offset_history
 
@@ -349,76 +333,8 @@ def _offset_events_fn(records: pd.DataFrame, events: pd.DataFrame) -> GroupRows:
     return [{**r.to_dict(), "cluster": cluster} for r in rows]
 
 
-def _partition_rows(partitions: Sequence[Any]) -> list[dict[str, Any]]:
-    return [{"topic": t, "partition": int(p)} for t, p in partitions]
-
-
-def _replay_fn(records: pd.DataFrame) -> GroupRows:
-    from coordinator_core import GroupMetadataValue, decode_record
-    from coordinator_core.replay import replay_generation
-
-    rows: list[dict[str, Any]] = []
-    cluster, group = records["cluster"].iloc[0], records["group_id"].iloc[0]
-    for row in records.sort_values("offset").itertuples(index=False):
-        if row.value is None or bytes(row.key)[:2] != b"\x00\x02":
-            continue
-        value = decode_record(bytes(row.key), bytes(row.value)).value
-        if not isinstance(value, GroupMetadataValue) or not value.members or value.protocol_type != "consumer":
-            continue
-        r = replay_generation(value)
-        common = {"cluster": cluster, "group_id": group, "generation": value.generation,
-                  "record_offset": int(row.offset), "assignor": value.protocol or "",
-                  "kafka_version": r.kafka_version, "status": r.status,
-                  "reason": r.reason, "detail": r.detail, "matching_version": r.matching_version,
-                  "partition_counts_inferred": r.partition_counts_inferred}
-        if not r.members:
-            rows.append({**common, "member_id": "", "recorded_partitions": None, "replayed_partitions": None,
-                         "missing_partitions": None, "extra_partitions": None, "match": None})
-        for m in r.members:
-            rows.append({**common, "member_id": m.member_id, "recorded_partitions": _partition_rows(m.recorded),
-                         "replayed_partitions": _partition_rows(m.replayed),
-                         "missing_partitions": _partition_rows(m.missing), "extra_partitions": _partition_rows(m.extra),
-                         "match": not m.missing and not m.extra})
-    return rows
-
-
-def _whatif_fn(records: pd.DataFrame) -> GroupRows:
-    from coordinator_core import group_history
-    from coordinator_core.replay import history_members, static_membership_counterfactual, whatif_history
-
-    cluster, group = records["cluster"].iloc[0], records["group_id"].iloc[0]
-    generations = [g for g in group_history(_records(records), (), group_id=group)
-                   if g.group_protocol == "classic" and g.outcome == "stable" and g.protocol_type == "consumer"]
-    rows: list[dict[str, Any]] = []
-    for static in (False, True):
-        history = history_members(generations)
-        if static:
-            history = static_membership_counterfactual(generations, history)
-        for assignor in WHATIF_ASSIGNORS:
-            for step in whatif_history(history, assignor):
-                rows.append({"cluster": cluster, "group_id": group, "generation": step.generation, "assignor": assignor,
-                             "static_membership": static, "members": step.members, "partitions": step.partitions,
-                             "partitions_moved": step.partitions_moved, "balance": step.balance,
-                             "paused_partitions": step.paused_partitions, "error": step.error})
-    return rows
-
-
 # ----------------------------------------------------------------------------------------------
 # Transforms (DataFrame -> DataFrame) and the stage
-
-
-def cluster_topic_names(tables: Tables) -> dict[str, dict[str, str]]:
-    """cluster -> topic id -> name, from every offset commit that carried a topic id (value v4+).
-
-    KIP-848 records name partitions by topic id; a group's own commits may not cover every topic it was
-    assigned (nothing committed yet), but topic ids are unique in a cluster, so any group's commit names it.
-    """
-    rows = (tables.read(OFFSET_COMMITS).where(F.col("topic_id").isNotNull())
-            .select("cluster", "topic_id", "topic").distinct().collect())
-    names: dict[str, dict[str, str]] = {}
-    for r in rows:
-        names.setdefault(r["cluster"], {})[r["topic_id"]] = r["topic"]
-    return names
 
 
 BUCKET = "_bucket"
@@ -443,31 +359,8 @@ def per_bucket(records: DataFrame, spec: TableSpec, per_group: Callable[..., Gro
     return out.select(*spec.column_names)
 
 
-def generation_rows(records: DataFrame, events: DataFrame,
-                    topic_names: Mapping[str, Mapping[str, str]] | None = None,
-                    buckets: int = DEFAULT_BUCKETS) -> DataFrame:
-    """One row per generation of each group; `topic_names` (cluster -> topic id -> name) names KIP-848
-    partitions whose topic the group's own records do not name."""
-    # Offset commits (~all records) carry nothing group_history reads except v4 topic ids, which
-    # `topic_names` has cluster-wide: they stay in the JVM.
-    not_commits = records.where(~F.substring("key", 1, 2).isin(F.unhex(F.lit("0000")), F.unhex(F.lit("0001"))))
-    return per_bucket(not_commits, GROUP_GENERATIONS, _generations_fn(topic_names or {}), buckets, events)
-
-
 def offset_event_rows(records: DataFrame, events: DataFrame, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
     return per_bucket(records, OFFSET_EVENTS, _offset_events_fn, buckets, events)
-
-
-def _group_level(records: DataFrame) -> DataFrame:
-    return records.where(F.substring("key", 1, 2) == F.unhex(F.lit("0002")))
-
-
-def assignment_replay_rows(records: DataFrame, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
-    return per_bucket(_group_level(records), ASSIGNMENT_REPLAY, _replay_fn, buckets)
-
-
-def whatif_rows(records: DataFrame, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
-    return per_bucket(_group_level(records), ASSIGNOR_WHATIF, _whatif_fn, buckets)
 
 
 def replace_groups(tables: Tables, spec: TableSpec, groups: DataFrame, rows: DataFrame) -> None:
@@ -485,6 +378,7 @@ def run_history(spark: SparkSession, tables: Tables, groups: DataFrame, run_id: 
     """The gold history tables: group_generations by the fold over the run's new inputs; offset events,
     assignment replay and what-if recomputed for `groups` (cluster, group_id)."""
     generations = run_generations(tables, run_id, run, reopen_hours)
+    generations.changed.persist()
     groups = groups.persist()
     n_groups = groups.count()
     if n_groups == 0:
@@ -496,15 +390,9 @@ def run_history(spark: SparkSession, tables: Tables, groups: DataFrame, run_id: 
         # Enough buckets to keep both cores busy, and about RECORDS_PER_BUCKET records in each pandas call.
         buckets = max(DEFAULT_BUCKETS, -(-records.count() // RECORDS_PER_BUCKET))
         replace_groups(tables, OFFSET_EVENTS, groups, offset_event_rows(records, events, buckets))
-        replace_groups(tables, ASSIGNMENT_REPLAY, groups, assignment_replay_rows(records, buckets))
-        replace_groups(tables, ASSIGNOR_WHATIF, groups, whatif_rows(records, buckets))
         offset_events = tables.read(OFFSET_EVENTS).join(groups, on=GROUP_KEY, how="inner").count()
-        replay = tables.read(ASSIGNMENT_REPLAY).join(groups, on=GROUP_KEY, how="inner")
-        summary = replay.groupBy("status").agg(F.countDistinct("group_id", "record_offset").alias("n")).collect()
-        by_status = {r["status"]: r["n"] for r in summary}
     finally:
         records.unpersist()
         events.unpersist()
         groups.unpersist()
-    return (HistoryResult(n_groups, generations.rows_written, offset_events, sum(by_status.values()),
-                          by_status.get("mismatch", 0)), generations)
+    return HistoryResult(n_groups, generations.rows_written, offset_events, 0, 0), generations

@@ -41,6 +41,7 @@ from jobs.logs import run_logs
 from jobs.maintenance import run_maintenance
 from jobs.storms import run_storms, write_report
 from jobs.views import create_views
+from jobs.whatif import run_replay_and_whatif
 from schemas import (
     ALL_TABLES,
     ASSIGNMENT_REPLAY,
@@ -155,16 +156,21 @@ def _touched_groups(ctx: RunContext) -> DataFrame:
 
 
 def _history_stage(ctx: RunContext) -> None:
+    reopen_hours = ctx.config.history.reopen_hours
     result, generations = run_history(ctx.tables.spark, ctx.tables, _touched_groups(ctx), ctx.run_id,
-                                      ctx.run_range(), ctx.config.history.reopen_hours)
+                                      ctx.run_range(), reopen_hours)
     ctx.extra_frames["changed_generations"] = generations.changed
+    replay = run_replay_and_whatif(ctx.tables, generations.changed, ctx.run_id,
+                                   None if ctx.rebuild else dict(ctx.committed.table_versions),
+                                   reopen_hours=reopen_hours)
     late = (f"; {generations.late_events} log lines older than [history] reopen_hours not applied"
             if generations.late_events else "")
     ctx.extra["history"] = (
         f"{generations.groups} groups continued ({generations.rows_written} generation rows written or amended, "
-        f"{generations.rows_deleted} withdrawn){late}; {result.groups} groups' offset events and replays "
-        f"recomputed: {result.offset_events} offset events, {result.replayed_generations} generations replayed "
-        f"({result.replay_mismatches} mismatches)"
+        f"{generations.rows_deleted} withdrawn){late}; {replay.replayed_generations} generations replayed "
+        f"({replay.replay_mismatches} mismatches), what-if of {replay.whatif_groups} groups "
+        f"({replay.whatif_rows_written} rows written); {result.groups} groups' offset events recomputed: "
+        f"{result.offset_events} offset events"
     )
 
 
@@ -172,8 +178,10 @@ def _storms_stage(ctx: RunContext) -> None:
     s = ctx.config.storms
     thresholds = StormThresholds(s.min_rebalances, s.window_minutes, s.quiet_minutes, s.flapping_min_rejoins,
                                  s.lockstep_seconds, s.lockstep_min_groups)
-    storms = run_storms(ctx.tables, _touched_groups(ctx), thresholds)
-    ctx.extra["storms"] = f"{storms} rebalance storms in rebalance_storms"
+    result = run_storms(ctx.tables, ctx.extra_frames["changed_generations"], thresholds, ctx.run_id, ctx.rebuild,
+                        reopen_hours=ctx.config.history.reopen_hours)
+    ctx.extra["storms"] = (f"{result.groups} groups' storms continued: {result.storms_written} storms written, "
+                           f"{result.storms_deleted} withdrawn")
 
 
 def _maintenance_stage(ctx: RunContext) -> None:
@@ -209,7 +217,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("logs", (RAW_LOG_LINES, COORDINATOR_EVENTS, LOG_FILE_READS), _logs_stage),
     Stage("history", (GROUP_GENERATIONS, OFFSET_EVENTS, ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_STATE),
           _history_stage),
-    Stage("storms", (REBALANCE_STORMS,), _storms_stage),
+    Stage("storms", (REBALANCE_STORMS, GROUP_STATE), _storms_stage),
     Stage("maintenance", (), _maintenance_stage),
     Stage("report", (), _report_stage),
 )
