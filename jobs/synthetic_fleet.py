@@ -49,6 +49,13 @@ class FleetSpec:
     corrupt_rate: float = 0.0002
     unknown_type_rate: float = 0.0001
     abort_rate: float = 0.05
+    # Mean data time per record of a partition, in ms. 0 keeps the original steps of 1-40 ms per event (a
+    # day of traffic then spans minutes). N: before each event the partition's clock moves by the records the
+    # previous event wrote times a step of mean N ms, so every partition's time follows its record count and
+    # a share of records spans the same time in all of them (the nights benchmark sets N so that a night's
+    # records span a day, as a real night's do). The steps are the original draws scaled, so the fleet's
+    # events are the same whatever the spacing: only their times differ.
+    record_spacing_ms: int = 0
 
 
 _OFFSET_VERSIONS = ((1, 0.10), (3, 0.70), (4, 0.20))
@@ -263,9 +270,15 @@ def generate_partition(spec: FleetSpec, partition: int, start: int, end: int, ru
             records.append(cc.encode_record(cc.Record(1, key, ov, value)))
         return records
 
+    previous_offset = out.offset
     while out.offset < end:
         g = groups[rng.randrange(len(groups))]
-        now += rng.randint(1, 40)
+        step = rng.randint(1, 40)  # mean 20.5 ms
+        if spec.record_spacing_ms:
+            # Records skipped before `start` count too: the same history whatever range is generated.
+            step = max(1, (out.offset - previous_offset) * step * spec.record_spacing_ms * 2 // 41)
+            previous_offset = out.offset
+        now += step
         r = rng.random()
         if g.generation == 0 or r < spec.rebalance_rate:
             if g.generation > 0 and rng.random() < 0.002 and g.kind == "classic":  # group deleted
@@ -369,12 +382,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=FleetSpec.groups)
     parser.add_argument("--seed", type=int, default=FleetSpec.seed)
     parser.add_argument("--cluster", default=FleetSpec.cluster)
+    parser.add_argument("--record-spacing-ms", type=int, default=FleetSpec.record_spacing_ms,
+                        help="mean data time per record of a partition (0: the original 1-40 ms per event)")
     parser.add_argument("--append", action="store_true", help="continue after the archived offsets")
     args = parser.parse_args(argv)
     config = load_config(args.conf)
     spark = build_session(config)
     tables = Tables(spark, config.tables.database, config.tables.location)
-    spec = FleetSpec(cluster=args.cluster, groups=args.groups, seed=args.seed)
+    spec = FleetSpec(cluster=args.cluster, groups=args.groups, seed=args.seed,
+                     record_spacing_ms=args.record_spacing_ms)
     write_fleet(tables, spec, args.records, args.append)
     print(f"wrote {args.records} synthetic records for cluster {spec.cluster} into {tables.name(RAW_OFFSETS)}")
     spark.stop()
