@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import pickle
-import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -45,6 +44,7 @@ from coordinator_core.assignors import (
 )
 from coordinator_core.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_member_protocol
 from coordinator_core.messages import GroupMetadataValue
+from coordinator_core.state_codec import dump_versioned, load_versioned
 
 TopicPartition = tuple[str, int]
 
@@ -809,7 +809,7 @@ class WhatIfStateVersionError(ValueError):
 
 def dump_whatif_state(state: WhatIfState) -> bytes:
     """The state as bytes for the ``group_state.whatif`` column."""
-    return zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 6)
+    return dump_versioned(state)
 
 
 def load_whatif_state(data: bytes | None) -> WhatIfState | None:
@@ -818,10 +818,4 @@ def load_whatif_state(data: bytes | None) -> WhatIfState | None:
     Raises:
         WhatIfStateVersionError: written by another layout version.
     """
-    if data is None:
-        return None
-    state = pickle.loads(zlib.decompress(bytes(data)))  # noqa: S301 - the project's own state table
-    if not isinstance(state, WhatIfState) or state.version != WHATIF_STATE_VERSION:
-        raise WhatIfStateVersionError(f"what-if state of layout version {getattr(state, 'version', None)}, "
-                                      f"this code reads {WHATIF_STATE_VERSION}")
-    return state
+    return load_versioned(data, WhatIfState, WHATIF_STATE_VERSION, WhatIfStateVersionError, "what-if state")

@@ -38,12 +38,13 @@ import dataclasses
 import hashlib
 import math
 import pickle
-import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
+
+from coordinator_core.state_codec import dump_versioned, load_versioned
 
 
 @dataclass(frozen=True)
@@ -591,7 +592,7 @@ def storms_of_history(cluster: str, group_id: str, rows: Iterable[Mapping[str, A
 
 def dump_storm_state(state: StormState) -> bytes:
     """The state as bytes for the ``group_state.storms`` column."""
-    return zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 6)
+    return dump_versioned(state)
 
 
 def load_storm_state(data: bytes | None) -> StormState | None:
@@ -600,13 +601,7 @@ def load_storm_state(data: bytes | None) -> StormState | None:
     Raises:
         StormStateVersionError: written by another layout version.
     """
-    if data is None:
-        return None
-    state = pickle.loads(zlib.decompress(bytes(data)))  # noqa: S301 - the project's own state table
-    if not isinstance(state, StormState) or state.version != STORM_STATE_VERSION:
-        raise StormStateVersionError(f"storm state of layout version {getattr(state, 'version', None)}, "
-                                     f"this code reads {STORM_STATE_VERSION}")
-    return state
+    return load_versioned(data, StormState, STORM_STATE_VERSION, StormStateVersionError, "storm state")
 
 
 def lockstep_chains(storms: Sequence[Storm], near: Iterable[datetime],

@@ -217,8 +217,9 @@ def fold_generations(
         state.emitted = kept_digests
     else:
         state.emitted = digests
-    floor = state.events_floor - EVENT_SLACK if state.events_floor is not None else None
-    state.events = [e for e in group_events if floor is None or (e.timestamp is not None and e.timestamp > floor)]
+    keep_after = state.events_floor - EVENT_SLACK if state.events_floor is not None else None
+    state.events = [e for e in group_events
+                    if keep_after is None or (e.timestamp is not None and e.timestamp > keep_after)]
     return FoldResult(state, changed, removed, late)
 
 

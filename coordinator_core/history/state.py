@@ -21,14 +21,13 @@ every group from the archive.
 
 from __future__ import annotations
 
-import pickle
-import zlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from coordinator_core.history._draft import Draft
 from coordinator_core.history.consumer import ConsumerGroupReader
 from coordinator_core.logs import CoordinatorEvent
+from coordinator_core.state_codec import dump_versioned, load_versioned
 
 #: Bumped whenever the state's layout or the fold's rules change: old states must then be rebuilt.
 STATE_VERSION = 1
@@ -79,17 +78,10 @@ class GenerationState:
 
 def dump_state(state: GenerationState) -> bytes:
     """The state as bytes for the ``group_state.generations`` column."""
-    return zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 6)
+    return dump_versioned(state)
 
 
 def load_state(data: bytes | None) -> GenerationState | None:
     """The state from its bytes (None for a group without one)."""
-    if data is None:
-        return None
-    state = pickle.loads(zlib.decompress(bytes(data)))  # noqa: S301 - the project's own state table
-    if not isinstance(state, GenerationState) or state.version != STATE_VERSION:
-        found = getattr(state, "version", None)
-        raise StateVersionError(
-            f"group state of layout version {found}, this code reads {STATE_VERSION}: run the nightly job "
-            "with --rebuild to recompute the history from the archive")
-    return state
+    return load_versioned(data, GenerationState, STATE_VERSION, StateVersionError, "group state",
+                          ": run the nightly job with --rebuild to recompute the history from the archive")
