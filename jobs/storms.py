@@ -106,10 +106,11 @@ def fold_output_spec(name: str, spec: TableSpec, *extra: T.StructField) -> Table
 def with_state(changed: DataFrame, tables: Tables, column: str, rebuild: bool) -> tuple[DataFrame, DataFrame]:
     """The changed rows of the touched groups, and their carried state (cluster, group_id, `column`):
     none when rebuilding."""
-    groups = changed.select(*GROUP_KEY).distinct()
     if rebuild:
-        return changed, groups.withColumn(column, F.lit(None).cast("binary"))
-    return changed, read_state(tables, groups, [column])
+        # No state: an empty frame (one derived from `changed` would make the cogroup a self-join whose
+        # group columns Spark cannot tell apart).
+        return changed, tables.spark.createDataFrame([], f"cluster string, group_id string, {column} binary")
+    return changed, read_state(tables, changed.select(*GROUP_KEY).distinct(), [column])
 
 
 def group_of(rows: pd.DataFrame, held: pd.DataFrame) -> tuple[str, str]:

@@ -78,6 +78,13 @@ def spark_conf(spark: SparkConfig, *, for_shell: bool = False) -> dict[str, str]
         # keeps one open file per cluster (and sorts only past this many clusters). On the 10M benchmark's
         # full run: ~3 CPU-s less, and the offset commits no longer sit in memory before they are written.
         "spark.sql.maxConcurrentOutputFileWriters": "4",
+        # The driver keeps a record of every finished query, job and stage for the UI and the history
+        # server (with the UI off too), the query's plan text included: ~0.4 MB for a gold-stage query.
+        # One nightly run issues a few hundred; a driver that runs many nights (the tests run ~30 runs in
+        # one session) filled a 1 GiB heap with the default 1000 of each and died of GC overhead.
+        "spark.sql.ui.retainedExecutions": "100",
+        "spark.ui.retainedJobs": "200",
+        "spark.ui.retainedStages": "200",
     }
     driver_java_options = []
     if spark.master.startswith("local") and (for_shell or not launched_by_spark_submit()):
