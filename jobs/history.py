@@ -1,9 +1,12 @@
-"""Gold stages on per-group history: group_generations, offset_events, assignment_replay, assignor_whatif.
+"""Gold stage group_generations, and the per-group plumbing the Python folds share.
 
 Every group's records live in one `__consumer_offsets` partition, so (partition, offset) orders them
-totally; each stage groups the archived records (and coordinator log events) by (cluster, group_id) and
-applies one of coordinator_core's pure functions per group with `applyInPandas` / `cogroup`. Only the
-groups the run touched (new records or new log events) are recomputed: their old rows are replaced.
+totally. The generation history is a fold (coordinator_core.history.generations.fold_generations): each run
+reads the group-level records and log events that are new since the last committed run (change data feed
+ranges), the carried state of the groups they touch (group_state.generations), and writes the rows that
+changed (MERGE) and the new states. `per_bucket` runs a per-group Python function over groups bucketed by
+hash, one pandas call per bucket (storms, replay and what-if use it too). offset_events is computed
+column-wise in jobs/offset_events.py.
 """
 
 from __future__ import annotations
@@ -15,77 +18,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.common.delta_io import Tables
 from jobs.common.group_state import merge_state
 from schemas import CONSUMER_GROUP_RECORDS, GROUP_METADATA, OFFSET_COMMITS, RAW_OFFSETS
-from schemas.gold import GROUP_GENERATIONS, OFFSET_EVENTS, TableSpec
+from schemas.gold import GROUP_GENERATIONS, TableSpec
 from schemas.logs import COORDINATOR_EVENTS
 from schemas.state import GROUP_STATE
 
 GROUP_KEY = ["cluster", "group_id"]
 
 
-@dataclass(frozen=True)
-class HistoryResult:
-    groups: int
-    generations: int
-    offset_events: int
-    replayed_generations: int
-    replay_mismatches: int
-
-
 # ----------------------------------------------------------------------------------------------
 # Inputs
-
-
-def touched_groups(tables: Tables, after_raw_version: int, up_to_raw_version: int,
-                   events_after_version: int | None = None) -> DataFrame:
-    """(cluster, group_id) of every group with a record archived in raw_offsets versions
-    (after, up_to], plus groups with coordinator events added after `events_after_version`."""
-    spark = tables.spark
-    empty = spark.createDataFrame([], "cluster string, group_id string")
-    touched = empty
-    if up_to_raw_version > after_raw_version:
-        new_raw = tables.changes(RAW_OFFSETS, after_raw_version, up_to_raw_version).select(
-            "cluster", "partition", "offset")
-        for spec in (OFFSET_COMMITS, GROUP_METADATA, CONSUMER_GROUP_RECORDS):
-            keyed = tables.read(spec).select("cluster", "partition", "offset", "group_id")
-            touched = touched.unionByName(
-                keyed.join(new_raw, on=["cluster", "partition", "offset"], how="inner").select(*GROUP_KEY))
-    if events_after_version is not None:
-        current = tables.version(COORDINATOR_EVENTS)
-        if current > events_after_version:
-            events = tables.read(COORDINATOR_EVENTS, version=current).where(F.col("group_id").isNotNull())
-            touched = touched.unionByName(events.select(*GROUP_KEY))
-    return touched.where(F.col("group_id").isNotNull()).distinct()
-
-
-def group_records(tables: Tables, groups: DataFrame) -> DataFrame:
-    """Every archived record of the given groups: position, timestamp (ms), key/value bytes and, for
-    transactional offset commits, the transaction's outcome."""
-    keys = (
-        tables.read(OFFSET_COMMITS).select("cluster", "partition", "offset", "group_id", "transaction_outcome")
-        .unionByName(tables.read(GROUP_METADATA).select(
-            "cluster", "partition", "offset", "group_id", F.lit(None).cast("string").alias("transaction_outcome")))
-        .unionByName(tables.read(CONSUMER_GROUP_RECORDS).where(F.col("group_id").isNotNull()).select(
-            "cluster", "partition", "offset", "group_id", F.lit(None).cast("string").alias("transaction_outcome")))
-    )
-    raw = tables.read(RAW_OFFSETS).select(
-        "cluster", "partition", "offset", (F.unix_millis("timestamp")).alias("timestamp_ms"), "key", "value")
-    return (
-        keys.join(groups, on=GROUP_KEY, how="inner")
-        .join(raw, on=["cluster", "partition", "offset"], how="inner")
-        .select("cluster", "group_id", "partition", "offset", "timestamp_ms", "key", "value", "transaction_outcome")
-    )
-
-
-def group_events(tables: Tables, groups: DataFrame) -> DataFrame:
-    """The coordinator log events of the given groups."""
-    return tables.read(COORDINATOR_EVENTS).join(groups, on=GROUP_KEY, how="inner")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -200,7 +148,8 @@ class GenerationsResult:
     rows_written: int
     rows_deleted: int
     late_events: int
-    #: the generation rows the run inserted or amended (group_generations columns + `_deleted`), held
+    #: the generation rows the run inserted or amended (group_generations columns + `_deleted`), persisted:
+    #: the caller unpersists it when the later stages are done with it
     changed: DataFrame
 
 
@@ -227,13 +176,23 @@ def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: fl
         F.sum(F.when((F.col("_kind") == "row") & ~F.col("_deleted"), 1).otherwise(0)).alias("written"),
         F.sum(F.when((F.col("_kind") == "row") & F.col("_deleted"), 1).otherwise(0)).alias("deleted"),
         F.sum(F.coalesce("_late", F.lit(0))).alias("late")).first()
-    rows = out.where(F.col("_kind") == "row").select(*GROUP_GENERATIONS.column_names, "_deleted")
-    if summary is not None and (summary["written"] or summary["deleted"]):
-        tables.upsert(GROUP_GENERATIONS, rows, delete_flag="_deleted")
-    if summary is not None and summary["groups"]:
-        merge_state(tables, out.where(F.col("_kind") == "state").select(
-            *GROUP_KEY, F.col("_state").alias("generations"), F.col("_watermark").alias("generations_watermark")),
-            ["generations", "generations_watermark"], run_id)
+    # The changed rows outlive this stage (storms, replay and what-if start from them): held in a cache of
+    # their own, filled before the fold's output is released; the run releases it at its end.
+    rows = out.where(F.col("_kind") == "row").select(*GROUP_GENERATIONS.column_names, "_deleted").persist()
+    try:
+        rows.count()
+        if summary is not None and (summary["written"] or summary["deleted"]):
+            tables.upsert(GROUP_GENERATIONS, rows, delete_flag="_deleted")
+        if summary is not None and summary["groups"]:
+            merge_state(tables, out.where(F.col("_kind") == "state").select(
+                *GROUP_KEY, F.col("_state").alias("generations"),
+                F.col("_watermark").alias("generations_watermark")),
+                ["generations", "generations_watermark"], run_id)
+    except BaseException:
+        rows.unpersist()
+        raise
+    finally:
+        out.unpersist()
     def count(name: str) -> int:
         return int(summary[name] or 0) if summary is not None else 0
 
@@ -323,23 +282,12 @@ def _bucketed(per_group: Callable[..., GroupRows], spec: TableSpec, cogrouped: b
     return lambda frame: run((frame,))
 
 
-def _offset_events_fn(records: pd.DataFrame, events: pd.DataFrame) -> GroupRows:
-    from coordinator_core import offset_history
-
-    if records.empty:
-        return []
-    cluster, group = records["cluster"].iloc[0], records["group_id"].iloc[0]
-    rows = offset_history(_records(records), _events(events), group_id=group)
-    return [{**r.to_dict(), "cluster": cluster} for r in rows]
-
-
 # ----------------------------------------------------------------------------------------------
 # Transforms (DataFrame -> DataFrame) and the stage
 
 
 BUCKET = "_bucket"
 DEFAULT_BUCKETS = 16
-RECORDS_PER_BUCKET = 200_000
 
 
 def _with_bucket(df: DataFrame, buckets: int) -> DataFrame:
@@ -357,42 +305,3 @@ def per_bucket(records: DataFrame, spec: TableSpec, per_group: Callable[..., Gro
         out = by_bucket.cogroup(_with_bucket(events, buckets).groupBy("cluster", BUCKET)).applyInPandas(
             run, schema=spec.schema)
     return out.select(*spec.column_names)
-
-
-def offset_event_rows(records: DataFrame, events: DataFrame, buckets: int = DEFAULT_BUCKETS) -> DataFrame:
-    return per_bucket(records, OFFSET_EVENTS, _offset_events_fn, buckets, events)
-
-
-def replace_groups(tables: Tables, spec: TableSpec, groups: DataFrame, rows: DataFrame) -> None:
-    """Delete the given groups' rows, then append their recomputed rows (the nightly run's rollback makes
-    the pair atomic from a reader's point of view of committed runs)."""
-    if tables.version(spec) >= 0:
-        (tables.delta(spec).alias("t")
-         .merge(groups.alias("g"), "t.cluster = g.cluster AND t.group_id = g.group_id")
-         .whenMatchedDelete().execute())
-    tables.append(spec, rows)
-
-
-def run_history(spark: SparkSession, tables: Tables, groups: DataFrame, run_id: str, run: RunRange,
-                reopen_hours: float) -> tuple[HistoryResult, GenerationsResult]:
-    """The gold history tables: group_generations by the fold over the run's new inputs; offset events,
-    assignment replay and what-if recomputed for `groups` (cluster, group_id)."""
-    generations = run_generations(tables, run_id, run, reopen_hours)
-    generations.changed.persist()
-    groups = groups.persist()
-    n_groups = groups.count()
-    if n_groups == 0:
-        groups.unpersist()
-        return HistoryResult(0, 0, 0, 0, 0), generations
-    records = group_records(tables, groups).persist()
-    events = group_events(tables, groups).persist()
-    try:
-        # Enough buckets to keep both cores busy, and about RECORDS_PER_BUCKET records in each pandas call.
-        buckets = max(DEFAULT_BUCKETS, -(-records.count() // RECORDS_PER_BUCKET))
-        replace_groups(tables, OFFSET_EVENTS, groups, offset_event_rows(records, events, buckets))
-        offset_events = tables.read(OFFSET_EVENTS).join(groups, on=GROUP_KEY, how="inner").count()
-    finally:
-        records.unpersist()
-        events.unpersist()
-        groups.unpersist()
-    return HistoryResult(n_groups, generations.rows_written, offset_events, 0, 0), generations

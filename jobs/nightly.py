@@ -22,7 +22,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +32,14 @@ from pyspark.sql import functions as F
 from coordinator_core.storms import StormThresholds
 from jobs.common.config import Config, load_config
 from jobs.common.delta_io import Tables
-from jobs.common.progress import log
+from jobs.common.progress import log, step
 from jobs.common.session import build_session
 from jobs.decode import DecodeResult, TransactionState, run_decode
-from jobs.history import RunRange, run_history, touched_groups
+from jobs.history import RunRange, run_generations
 from jobs.ingest import IngestResult, run_ingest_kafka, run_ingest_segments
 from jobs.logs import run_logs
 from jobs.maintenance import run_maintenance
+from jobs.offset_events import run_offset_events
 from jobs.storms import run_storms, write_report
 from jobs.views import create_views
 from jobs.whatif import run_replay_and_whatif
@@ -97,7 +98,8 @@ class RunContext:
     decode: DecodeResult | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # for later stages' summary lines
-    extra_frames: dict[str, DataFrame] = field(default_factory=dict)  # shared between stages of one run
+    #: persisted frames shared between stages of one run, unpersisted when the run ends
+    extra_frames: dict[str, DataFrame] = field(default_factory=dict)
     #: recompute every gold table from the archive from an empty state (`--rebuild`, or the first run of a
     #: warehouse written before the gold stages carried state)
     rebuild: bool = False
@@ -143,34 +145,22 @@ def _logs_stage(ctx: RunContext) -> None:
     ctx.extra["logs"] = result.format()
 
 
-def _touched_groups(ctx: RunContext) -> DataFrame:
-    """Groups with records decoded by this run or coordinator events added by it: only those are
-    recomputed by the gold stages."""
-    if "touched_groups" not in ctx.extra_frames:
-        decoded_to = ctx.decode.raw_version_decoded if ctx.decode else ctx.committed.raw_version_decoded
-        ctx.extra_frames["touched_groups"] = touched_groups(
-            ctx.tables, 0 if ctx.rebuild else ctx.committed.raw_version_decoded, decoded_to,
-            events_after_version=0 if ctx.rebuild else ctx.committed.table_versions.get(COORDINATOR_EVENTS.name, 0),
-        ).persist()
-    return ctx.extra_frames["touched_groups"]
-
-
 def _history_stage(ctx: RunContext) -> None:
     reopen_hours = ctx.config.history.reopen_hours
-    result, generations = run_history(ctx.tables.spark, ctx.tables, _touched_groups(ctx), ctx.run_id,
-                                      ctx.run_range(), reopen_hours)
+    since = None if ctx.rebuild else dict(ctx.committed.table_versions)
+    generations = run_generations(ctx.tables, ctx.run_id, ctx.run_range(), reopen_hours)
     ctx.extra_frames["changed_generations"] = generations.changed
-    replay = run_replay_and_whatif(ctx.tables, generations.changed, ctx.run_id,
-                                   None if ctx.rebuild else dict(ctx.committed.table_versions),
-                                   reopen_hours=reopen_hours)
+    replay = run_replay_and_whatif(ctx.tables, generations.changed, ctx.run_id, since, reopen_hours=reopen_hours)
+    with step("offset events: continue each touched group's commits, stalls and tombstones"):
+        offsets = run_offset_events(ctx.tables, ctx.run_id, since, reopen_hours=reopen_hours)
     late = (f"; {generations.late_events} log lines older than [history] reopen_hours not applied"
             if generations.late_events else "")
     ctx.extra["history"] = (
         f"{generations.groups} groups continued ({generations.rows_written} generation rows written or amended, "
         f"{generations.rows_deleted} withdrawn){late}; {replay.replayed_generations} generations replayed "
         f"({replay.replay_mismatches} mismatches), what-if of {replay.whatif_groups} groups "
-        f"({replay.whatif_rows_written} rows written); {result.groups} groups' offset events recomputed: "
-        f"{result.offset_events} offset events"
+        f"({replay.whatif_rows_written} rows written); offset events of {offsets.groups} groups "
+        f"({offsets.rows_written} rows written or amended, {offsets.rows_deleted} withdrawn)"
     )
 
 
@@ -280,7 +270,7 @@ def recover(tables: Tables, committed: CommittedState, stages: Sequence[Stage]) 
     restored = []
     for stage in stages:
         for spec in stage.writes:
-            if spec.name in NOT_ROLLED_BACK:
+            if spec.name in NOT_ROLLED_BACK or not tables.exists(spec):
                 continue
             # A table created after the last commit (or never committed) goes back to its empty version 0.
             if tables.restore(spec, committed.table_versions.get(spec.name, 0)):
@@ -330,11 +320,27 @@ def run_nightly(
     started_at = (now or dt.datetime.now(dt.timezone.utc)).replace(tzinfo=None)
     tables = Tables(spark, config.tables.database, config.tables.location)
     tables.ensure_database()
-    tables.ensure_all(ALL_TABLES)
+    # group_state is checked against its contract after the rollback below (see there).
+    tables.ensure_all([spec for spec in ALL_TABLES if spec is not GROUP_STATE])
     committed = last_committed(tables)
     restored = recover(tables, committed, stages)
     if restored:
         log(f"previous run did not finish; rolled back {', '.join(restored)} to run {committed.run_id}")
+        # A restored table holds what the committed run left, at a new version. The gold stages read what
+        # is new since the committed versions as a change feed; read across the dead run's writes and the
+        # RESTORE that undid them, that feed would give the dead run's rows as inserted and deleted and the
+        # restored files as inserted again. The restore's version is the table's new baseline.
+        by_name = {spec.name: spec for spec in ALL_TABLES}
+        committed = replace(committed, table_versions={
+            **committed.table_versions, **{name: tables.version(by_name[name]) for name in restored}})
+    if tables.exists(GROUP_STATE) and not tables.columns_match(GROUP_STATE):
+        # The carried states' layout changed (a newer version of the project): they cannot be read on. The
+        # replacement is a write of this run, undone with it if it dies (then the next run does it again).
+        log("group_state was written by a version of the project with other columns: it is replaced, and the gold "
+            "tables rebuilt from the archive once")
+        tables.replace_empty(GROUP_STATE)
+        rebuild = True
+    tables.ensure(GROUP_STATE)
     ctx = RunContext(tables, config, new_run_id(started_at), started_at, committed)
     if committed.run_id is not None and GROUP_STATE.name not in committed.table_versions:
         log("the gold tables were written before they carried state: rebuilding them from the archive once")
@@ -348,14 +354,21 @@ def run_nightly(
         ctx.rebuild = True
         ctx.extra["rebuild"] = "every gold table recomputed from the archive from an empty group_state"
     log(f"run {ctx.run_id}: stages {', '.join(s.name for s in stages)}")
-    for stage in stages:
-        log(f"stage {stage.name}: started")
-        t0 = time.monotonic()
-        stage.run(ctx)
-        ctx.stage_seconds[stage.name] = round(time.monotonic() - t0, 3)
-        log(f"stage {stage.name}: done in {ctx.stage_seconds[stage.name]:.1f}s")
-        if stop_after == stage.name:
-            raise StoppedAfterStage(stage.name)
+    try:
+        for stage in stages:
+            log(f"stage {stage.name}: started")
+            t0 = time.monotonic()
+            stage.run(ctx)
+            ctx.stage_seconds[stage.name] = round(time.monotonic() - t0, 3)
+            log(f"stage {stage.name}: done in {ctx.stage_seconds[stage.name]:.1f}s")
+            if stop_after == stage.name:
+                raise StoppedAfterStage(stage.name)
+    finally:
+        # Frames shared between stages are cached for the run only: a long-lived session (a scheduler's
+        # driver, the tests) runs many nights and would otherwise keep every night's caches.
+        for frame in ctx.extra_frames.values():
+            frame.unpersist()
+        ctx.extra_frames.clear()
     table_versions = {spec.name: tables.version(spec) for spec in ALL_TABLES if spec is not INGEST_RUNS}
     finished_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     decoded = ctx.decode.raw_version_decoded if ctx.decode else committed.raw_version_decoded

@@ -53,7 +53,7 @@ class Tables:
 
     def ensure(self, spec: TableSpec) -> None:
         """Create the table from its spec if absent (and register an existing Delta directory)."""
-        if self._has_log(spec):
+        if self.exists(spec):
             if self.spark.catalog.tableExists(f"{self.database}.{spec.name}"):
                 return  # the common case of every run after the first: two cheap metadata calls
             self._register(spec)
@@ -113,8 +113,11 @@ class Tables:
         statuses = glob.getFileSystem(hadoop_conf).globStatus(glob)
         return [status.getPath().getName() for status in (statuses or [])]
 
-    def _has_log(self, spec: TableSpec) -> bool:
-        return bool(self._log_files(spec, "00000000000000000000.json"))
+    def exists(self, spec: TableSpec) -> bool:
+        """Whether the table's directory holds a Delta table."""
+        # Any commit file: Delta deletes the first ones after the log retention period (30 days) once a
+        # checkpoint covers them, so a table older than that has no version 0 file.
+        return bool(self._log_files(spec, "*.json"))
 
     def version(self, spec: TableSpec) -> int:
         """The table's current Delta version: the highest commit file in its log.
@@ -261,6 +264,17 @@ class Tables:
         condition `where` holds. No join to plan or source to read (unlike a MERGE): when the condition can
         name the rows (a few producers and their offset ranges), it is the cheaper command."""
         self.delta(spec).update(F.expr(where), {c: F.expr(e) for c, e in set_columns.items()})
+
+    def columns_match(self, spec: TableSpec) -> bool:
+        """Whether the stored table has the spec's columns and types (a derived table written by an
+        older version of the project may not)."""
+        return _columns(self.delta(spec).toDF().schema) == _columns(spec.schema)
+
+    def replace_empty(self, spec: TableSpec) -> None:
+        """Empty a derived table and give it the spec's columns (one new version: a failed run's RESTORE
+        brings the old table back)."""
+        (self.spark.createDataFrame([], spec.schema).write.format("delta").mode("overwrite")
+         .option("overwriteSchema", "true").save(self.path(spec)))
 
     def restore(self, spec: TableSpec, version: int) -> bool:
         """Roll the table back to `version` if a later (uncommitted) write moved it; True if it did."""
