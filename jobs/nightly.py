@@ -152,7 +152,9 @@ def _history_stage(ctx: RunContext) -> None:
     ctx.extra_frames["changed_generations"] = generations.changed
     replay = run_replay_and_whatif(ctx.tables, generations.changed, ctx.run_id, since, reopen_hours=reopen_hours)
     with step("offset events: continue each touched group's commits, stalls and tombstones"):
-        offsets = run_offset_events(ctx.tables, ctx.run_id, since, reopen_hours=reopen_hours)
+        history = ctx.config.history
+        offsets = run_offset_events(ctx.tables, ctx.run_id, since, reopen_hours=reopen_hours,
+                                    stall_min_commits=history.stall_min_commits, stall_min_ms=history.stall_min_ms)
     late = (f"; {generations.late_events} log lines older than [history] reopen_hours not applied"
             if generations.late_events else "")
     ctx.extra["history"] = (

@@ -99,10 +99,18 @@ class HistoryConfig:
     """
 
     reopen_hours: float = 48.0
+    #: a stall (offset_events kind "stalled"): at least this many commits of one offset, spanning at least
+    #: this many milliseconds, within one generation of a group with members
+    stall_min_commits: int = 3
+    stall_min_ms: int = 60_000
 
     def __post_init__(self) -> None:
         if not self.reopen_hours >= 0:
             raise ConfigError(f"history.reopen_hours must be 0 or more, found {self.reopen_hours}")
+        if self.stall_min_commits < 2:
+            raise ConfigError(f"history.stall_min_commits must be 2 or more, found {self.stall_min_commits}")
+        if self.stall_min_ms < 0:
+            raise ConfigError(f"history.stall_min_ms must be 0 or more, found {self.stall_min_ms}")
 
 
 #: Delta's default `delta.deletedFileRetentionDuration` (one week): VACUUM refuses a shorter retention

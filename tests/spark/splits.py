@@ -23,6 +23,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 import coordinator_core as cc
 from coordinator_core.history import GroupRecord
@@ -223,3 +224,9 @@ def scanned_rows(spark: SparkSession) -> Iterator[ScannedRows]:
             spark.conf.unset(key)
         else:
             spark.conf.set(key, before)
+
+
+def comparable(df: DataFrame) -> DataFrame:
+    """Map columns as sorted entry arrays (Spark cannot sort rows by a map, and chispa sorts them)."""
+    return df.select(*[F.sort_array(F.map_entries(f.name)).alias(f.name) if isinstance(f.dataType, T.MapType)
+                       else F.col(f.name) for f in df.schema.fields])

@@ -29,6 +29,7 @@ from jobs.nightly import STAGES, StoppedAfterStage, run_nightly
 from schemas import RAW_OFFSETS
 from schemas.gold import GOLD_TABLES
 from schemas.state import GROUP_STATE
+from tests.spark.splits import comparable
 
 pytestmark = pytest.mark.spark
 
@@ -90,14 +91,8 @@ def full(request: pytest.FixtureRequest, spark: SparkSession, tmp_path_factory: 
     yield sample, root, Tables(spark, config.tables.database, config.tables.location), files
 
 
-def _comparable(df: DataFrame) -> DataFrame:
-    """Map columns as sorted entry arrays (Spark cannot sort rows by a map)."""
-    return df.select(*[F.sort_array(F.map_entries(f.name)).alias(f.name) if isinstance(f.dataType, T.MapType)
-                       else F.col(f.name) for f in df.schema.fields])
-
-
 def _gold(tables: Tables) -> dict[str, DataFrame]:
-    return {spec.name: _comparable(tables.read(spec)) for spec in GOLD_TABLES}
+    return {spec.name: comparable(tables.read(spec)) for spec in GOLD_TABLES}
 
 
 def _assert_same_gold(got: Tables, expected: Tables) -> None:
@@ -128,7 +123,8 @@ def _run_in_pieces(spark: SparkSession, full: tuple[Path, Path, Tables, dict], k
             # Each partition's records up to the last offset whose time is within the cut, in offset order.
             upto = archive if cut is None else archive.where(F.col("timestamp") <= F.lit(cut))
             last = upto.groupBy("cluster", "partition").agg(F.max("offset").alias("_last"))
-            piece = archive.join(last, on=["cluster", "partition"], how="inner").where(F.col("offset") <= F.col("_last"))
+            piece = (archive.join(last, on=["cluster", "partition"], how="inner")
+                     .where(F.col("offset") <= F.col("_last")))
             if previous is not None:
                 before = archive.where(F.col("timestamp") <= F.lit(previous)).groupBy("cluster", "partition").agg(
                     F.max("offset").alias("_before"))
@@ -201,9 +197,8 @@ def test_a_group_state_of_another_layout_is_replaced_and_the_gold_tables_rebuilt
     tables = Tables(spark, name, config.tables.location)
     old = T.StructType([T.StructField(f.name, T.BinaryType() if f.name == "offsets" else f.dataType, f.nullable)
                         for f in GROUP_STATE.schema.fields])
-    states = spark.createDataFrame(
-        expected.read(GROUP_STATE).withColumn("offsets", F.lit(None).cast("binary")).select(*old.fieldNames()).collect(),
-        old)
+    states = spark.createDataFrame(expected.read(GROUP_STATE).withColumn("offsets", F.lit(None).cast("binary"))
+                                   .select(*old.fieldNames()).collect(), old)
     # A table of its own history (an overwrite would be a write after the committed run, rolled back).
     shutil.rmtree(tables.path(GROUP_STATE))
     states.write.format("delta").save(tables.path(GROUP_STATE))

@@ -1,5 +1,6 @@
-"""offset_events as an incremental fold (jobs.offset_events): however the archive is cut into nightly runs,
-the table ends up exactly as the oracle, `offset_history` over each group's whole archive, leaves it.
+"""The gold stages as incremental folds: however the archive is cut into nightly runs, every gold table ends
+up as one run over the whole input leaves it, and offset_events exactly as its oracle, `offset_history`
+over each group's whole archive, gives it.
 
 The input: both real-broker samples (segments and logs), a synthetic fleet with raised rates of rebalances,
 tombstones and aborted transactions (KIP-848 and transactional groups among them), and a hand-built story of
@@ -7,8 +8,8 @@ what the fleet and the samples lack: stalls across generations and protocol conv
 by non-members, conversions seen only by looking back, group tombstones that later records turn into
 conversions, aborted and never-decided transactions, a record without a timestamp, and deletion/expiry log
 lines. Each input is cut into k = 1..6 runs at random offsets (every k a cluster of its own in one
-warehouse: see tests/spark/splits.py), its log lines going to random runs; the decode stage and the stage
-under test run once per piece. Cut points come from a seeded generator (CGH_SPLIT_SEED picks another seed).
+warehouse: see tests/spark/splits.py), its log lines going to random runs; the nightly job's decode and gold
+stages run once per piece. Cut points come from a seeded generator (CGH_SPLIT_SEED picks another seed).
 
 The oracle's records are decoded again from the archived bytes of the rows the silver tables hold, with
 their transaction outcomes, and its log events are the coordinator_events rows naming the group (in file
@@ -20,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +33,14 @@ from pyspark.sql import functions as F
 import coordinator_core as cc
 from coordinator_core.history import offset_history
 from coordinator_core.logs import events as ev
-from jobs.common.config import Config, LogSource, SegmentSource, SourcesConfig, TablesConfig
+from jobs import nightly
+from jobs.common.config import Config, HistoryConfig, LogSource, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
 from jobs.nightly import STAGES, RunContext, Stage, run_nightly
 from jobs.offset_events import OffsetEventsResult, fold_offset_events, run_offset_events, write_offset_events
 from jobs.synthetic_fleet import FleetSpec, write_fleet
 from schemas import ALL_TABLES, GROUP_METADATA, OFFSET_COMMITS, OFFSET_EVENTS
+from schemas.gold import GOLD_TABLES
 from schemas.logs import COORDINATOR_EVENTS
 from schemas.state import GROUP_STATE
 from tests.spark import splits
@@ -245,33 +249,37 @@ def source(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Tab
     return tables
 
 
-def offset_events_stage(results: list[OffsetEventsResult]) -> Stage:
-    """The stage under test, wired as the nightly driver wires a gold stage."""
-    def run(ctx: RunContext) -> None:
-        since = None if ctx.rebuild else ctx.committed.table_versions
-        results.append(run_offset_events(ctx.tables, ctx.run_id, since, stall_min_ms=STALL_MS))
-
-    return Stage("offset_events", (OFFSET_EVENTS, GROUP_STATE), run)
+#: The nightly stages under test: decode and the gold stages (no ingest: the pieces are appended to
+#: raw_offsets and coordinator_events directly, as the ingest and logs stages would).
+NIGHT_STAGES = [s for s in STAGES if s.name in ("decode", "history", "storms")]
 
 
 @pytest.fixture(scope="module")
 def nights(spark: SparkSession, source: Tables, tmp_path_factory: pytest.TempPathFactory
            ) -> tuple[Config, list[splits.Split], list[OffsetEventsResult]]:
-    """Every input fed k = 1..6 times (one cluster per k), cut at random; one nightly run per piece."""
+    """Every input fed k = 1..6 times (one cluster per k), cut at random; one nightly run per piece. The
+    offset-event stage's results of each run are kept (what it read and carried)."""
     rng = random.Random(SEED)
     cuts = [splits.random_split(rng, name, f"{name}-k{k}", k, splits.offset_ranges(source, name))
             for name in INPUTS for k in RUNS]
-    root = tmp_path_factory.mktemp("offset-events-nights")
+    root = tmp_path_factory.mktemp("gold-splits-nights")
     config = Config(sources=SourcesConfig(mode="none"),
-                    tables=TablesConfig(database="cgh_offsets_nights", location=str(root / "tables")))
+                    tables=TablesConfig(database="cgh_gold_splits", location=str(root / "tables")),
+                    history=HistoryConfig(reopen_hours=48.0, stall_min_ms=STALL_MS))
     target = Tables(spark, config.tables.database, config.tables.location)
     target.ensure_database()
     target.ensure_all(ALL_TABLES)
     results: list[OffsetEventsResult] = []
-    stages = [*(s for s in STAGES if s.name == "decode"), offset_events_stage(results)]
-    for piece in range(max(RUNS)):
-        splits.feed_piece(source, target, cuts, piece)
-        run_nightly(spark, config, stages=stages)
+
+    def recorded(*args: Any, **kwargs: Any) -> OffsetEventsResult:
+        results.append(run_offset_events(*args, **kwargs))
+        return results[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nightly, "run_offset_events", recorded)
+        for piece in range(max(RUNS)):
+            splits.feed_piece(source, target, cuts, piece)
+            run_nightly(spark, config, stages=NIGHT_STAGES)
     return config, cuts, results
 
 
@@ -314,6 +322,41 @@ def test_every_split_leaves_the_oracle_rows(
     assert {k for c, k in kinds if c == "synthetic-k1"} >= {"expired", "non_member_commit"}
     # Runs did carry unsettled records and withdraw rows they had written.
     assert any(r.tail_records for r in results) and any(r.rows_deleted for r in results)
+
+
+def test_every_split_leaves_the_gold_tables_of_one_run(
+        spark: SparkSession, nights: tuple[Config, list[splits.Split], list[OffsetEventsResult]]) -> None:
+    """Every gold table of each input cut into k = 2..6 runs holds the rows of the same input in one run
+    (its k = 1 copy), the cluster's name aside."""
+    config, cuts, _ = nights
+    tables = _tables(spark, config)
+    checked = 0
+    for spec in GOLD_TABLES:
+        rows = splits.comparable(tables.read(spec)).persist()
+        try:
+            for split in cuts:
+                if split.runs == 1:
+                    continue
+                k1 = f"{split.source_cluster}-k1"
+                one_run = rows.where(F.col("cluster") == k1).withColumn("cluster", F.lit(split.cluster))
+                if "lockstep_id" in rows.columns:   # a lock-step wave is named after its cluster
+                    one_run = one_run.withColumn("lockstep_id", F.regexp_replace(
+                        "lockstep_id", f"^{re.escape(k1)}@", f"{split.cluster}@"))
+                got = rows.where(F.col("cluster") == split.cluster)
+                try:
+                    assert_df_equality(got, one_run, ignore_row_order=True, ignore_nullable=True,
+                                       ignore_metadata=True)
+                except AssertionError as e:
+                    raise AssertionError(f"{spec.name} of {split.cluster} (seed {SEED}, cuts {split.cuts}) differs "
+                                         "from one run's") from e
+                checked += 1
+        finally:
+            rows.unpersist()
+    # Each input gives rows in every gold table (the comparisons are not of empty tables).
+    filled = {(r["cluster"], name) for name, spec in ((s.name, s) for s in GOLD_TABLES)
+              for r in tables.read(spec).where(F.col("cluster").endswith("-k1")).select("cluster").distinct().collect()}
+    assert {name for _, name in filled} == {spec.name for spec in GOLD_TABLES}, filled
+    assert checked == len(GOLD_TABLES) * len([c for c in cuts if c.runs > 1])
 
 
 def test_a_run_reads_its_new_rows_and_the_touched_groups_state(
