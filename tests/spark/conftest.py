@@ -48,6 +48,21 @@ def spark(spark_root: Path) -> Iterator[SparkSession]:
     session.stop()
 
 
+@pytest.fixture(autouse=True)
+def _delta_log_cache_cleared(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test that used Spark, Delta's cache of table logs is emptied.
+
+    Delta keeps a DeltaLog per table path with its snapshot's state cached in the driver's block manager,
+    until 10,000 paths or an hour. A job has one warehouse; the test session makes hundreds (one per test,
+    many more for the split tests), and their cached states filled the 1 GiB driver's heap (Java heap
+    space after ~40 minutes of tests). Tables are read again from their logs when next used.
+    """
+    yield
+    if "spark" in request.fixturenames:
+        session = request.getfixturevalue("spark")
+        session._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[attr-defined]
+
+
 @pytest.fixture
 def test_config(spark_root: Path) -> Config:
     """A configuration whose tables live in a database and directory of their own (one per test)."""
