@@ -50,6 +50,7 @@ from schemas import (
     RAW_OFFSETS,
 )
 from schemas.columns import TXN_ABORTED, TXN_COMMITTED, TXN_OPEN
+from schemas.silver import GROUP_METADATA_MEMBER
 
 OFFSET_COMMIT_TYPES = (0, 1)
 GROUP_METADATA_TYPE = 2
@@ -330,6 +331,8 @@ def group_metadata_rows(decoded: DataFrame) -> DataFrame:
         F.when(members.isNotNull(), F.array_sort(F.transform(members, lambda m: m["member_id"]))).alias(
             "member_ids"
         ),
+        F.transform(members, lambda m: F.struct(*[m[f].alias(f) for f in GROUP_METADATA_MEMBER.fieldNames()]))
+        .alias("members"),
     )
 
 
@@ -934,3 +937,34 @@ def _decode_new_records(
     # After a backfill the next run reads the state from the tables again.
     after = run.after(before) if in_order else None
     return DecodeResult(up_to, records_decoded, errors, [tuple(r) for r in coverage_rows], after)
+
+
+# ----------------------------------------------------------------------------------------------
+# Upgrade of a warehouse written by an older version
+
+
+def group_metadata_lacks_members(tables: Tables) -> bool:
+    """Whether group_metadata was written before it kept each record's decoded members."""
+    return tables.exists(GROUP_METADATA) and "members" not in tables.delta(GROUP_METADATA).toDF().columns
+
+
+def add_group_metadata_members(tables: Tables, batch_size: int) -> int:
+    """Give a group_metadata table of an older version its `members` column, filled from the archive.
+
+    The history reads each record's members from group_metadata instead of decoding the archived bytes
+    again, so the rows written before the column existed get theirs once: the archived GroupMetadata
+    records are decoded (the one full read, at the upgrade) and matched on (cluster, partition, offset).
+    Two commits (the column, then the values); a run that dies after them is rolled back to before them by
+    the next run, which does the upgrade again. Returns the rows filled.
+    """
+    member_type = GROUP_METADATA.schema["members"].dataType.simpleString()
+    tables.spark.sql(f"ALTER TABLE delta.`{tables.path(GROUP_METADATA)}` ADD COLUMNS (members {member_type})")
+    archived = tables.read(RAW_OFFSETS).where(
+        ~F.col("is_control") & (F.substring("key", 1, 2) == F.unhex(F.lit("0002"))))
+    members = (group_metadata_rows(decode_records(archived, batch_size))
+               .select("cluster", "partition", "offset", "members").where(F.col("members").isNotNull()))
+    (tables.delta(GROUP_METADATA).alias("t")
+     .merge(members.alias("s"), "t.cluster = s.cluster AND t.partition = s.partition AND t.offset = s.offset")
+     .whenMatchedUpdate(set={"members": F.col("s.members")})
+     .execute())
+    return int(tables.read(GROUP_METADATA).where(F.col("members").isNotNull()).count())

@@ -2,17 +2,19 @@
 
 Every group's records live in one `__consumer_offsets` partition, so (partition, offset) orders them
 totally. The generation history is a fold (coordinator_core.history.generations.fold_generations): each run
-reads the group-level records and log events that are new since the last committed run (change data feed
-ranges), the carried state of the groups they touch (group_state.generations), and writes the rows that
-changed (MERGE) and the new states. `per_bucket` runs a per-group Python function over groups bucketed by
-hash, one pandas call per bucket (storms, replay and what-if use it too). offset_events is computed
-column-wise in jobs/offset_events.py.
+reads the group-level records that are new since the last committed run, as the decode stage stored them in
+silver (nothing is decoded twice), and the new log events (change data feed ranges), the carried state of
+the groups they touch (group_state.generations), and writes the rows that changed (MERGE) and the new
+states. `per_bucket` runs a per-group Python function over groups bucketed by hash, one pandas call per
+bucket (storms, replay and what-if use it too). offset_events is computed column-wise in
+jobs/offset_events.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,9 +24,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from coordinator_core.history.decoded import GROUP_METADATA_TYPE
 from jobs.common.delta_io import Tables
 from jobs.common.group_state import merge_state
-from schemas import CONSUMER_GROUP_RECORDS, GROUP_METADATA, OFFSET_COMMITS, RAW_OFFSETS
+from schemas import CONSUMER_GROUP_RECORDS, GROUP_METADATA, OFFSET_COMMITS
 from schemas.gold import GROUP_GENERATIONS, TableSpec
 from schemas.logs import COORDINATOR_EVENTS
 from schemas.state import GROUP_STATE
@@ -42,11 +45,10 @@ GROUP_KEY = ["cluster", "group_id"]
 
 @dataclass(frozen=True)
 class RunRange:
-    """What is new in this run: raw_offsets versions (after, up_to], and for every other table the version
-    the last committed run left (`since`); `since` None is a rebuild: everything is new, no state."""
+    """What is new in this run: for every table, the rows after the version the last committed run left
+    (`since`); `since` None is a rebuild: everything is new, no state. The gold stages read silver and
+    log tables only: the archived bytes were decoded once, by the decode stage."""
 
-    raw_after: int
-    raw_up_to: int
     since: Mapping[str, int] | None
 
     def new_rows(self, tables: Tables, spec: TableSpec) -> DataFrame:
@@ -54,26 +56,36 @@ class RunRange:
             return tables.read(spec, version=tables.version(spec))
         return tables.changes(spec, self.since.get(spec.name, 0), tables.version(spec))
 
-    def new_raw(self, tables: Tables) -> DataFrame:
-        if self.since is None:
-            return tables.read(RAW_OFFSETS, version=self.raw_up_to)
-        return tables.changes(RAW_OFFSETS, self.raw_after, self.raw_up_to)
 
-
-def _not_offset_commit(key: str = "key") -> Any:
-    return ~F.substring(key, 1, 2).isin(F.unhex(F.lit("0000")), F.unhex(F.lit("0001")))
+#: The fold's record input: one row per new group-level record, as the decode stage stored it (the decoded
+#: row form `coordinator_core.history.decoded.group_record_from_row` reads), or one carried state row per
+#: touched group (`offset` null, `state` set).
+FOLD_RECORD_COLUMNS = ("cluster", "group_id", "partition", "offset", "timestamp_ms", "record_type",
+                       "value_version", "group_metadata", "record_json", "state")
 
 
 def new_group_records(tables: Tables, run: RunRange) -> DataFrame:
-    """The run's new group-level records (GroupMetadata, KIP-848 and later types; not offset commits) with
-    their group: (cluster, group_id, partition, offset, timestamp_ms, key, value). Bounded by the run's new
-    rows: the raw range joined with the silver rows decoded from it."""
-    keyed = (run.new_rows(tables, GROUP_METADATA).select("cluster", "partition", "offset", "group_id")
-             .unionByName(run.new_rows(tables, CONSUMER_GROUP_RECORDS).where(F.col("group_id").isNotNull())
-                          .select("cluster", "partition", "offset", "group_id")))
-    raw = run.new_raw(tables).where(_not_offset_commit()).select(
-        "cluster", "partition", "offset", F.unix_millis("timestamp").alias("timestamp_ms"), "key", "value")
-    return raw.join(keyed, on=["cluster", "partition", "offset"], how="inner")
+    """The run's new group-level records (GroupMetadata, KIP-848 and later types; not offset commits) as the
+    decode stage stored them: GroupMetadata from group_metadata (members decoded once, there), the other
+    types from consumer_group_records (key and value as record_json). Read as the silver tables' change
+    feeds, so bounded by the run's new rows; the archived bytes are not decoded again."""
+    gm = run.new_rows(tables, GROUP_METADATA)
+    classic = gm.select(
+        "cluster", "group_id", "partition", "offset", F.unix_millis("record_timestamp").alias("timestamp_ms"),
+        F.lit(GROUP_METADATA_TYPE).cast("short").alias("record_type"), "value_version",
+        # As JSON text: a nested struct this deep (members, then their partitions) crashes the Arrow to
+        # pandas conversion of pyarrow as Spark's pandas UDFs call it (a segfault in the Python worker).
+        F.when(~F.col("is_tombstone"),
+               F.to_json(F.struct("protocol_type", "generation", "protocol", "leader", "members"),
+                         {"ignoreNullFields": "false"}))
+        .alias("group_metadata"),
+        F.lit(None).cast("string").alias("record_json"))
+    others = (run.new_rows(tables, CONSUMER_GROUP_RECORDS).where(F.col("group_id").isNotNull())
+              .select("cluster", "group_id", "partition", "offset",
+                      F.unix_millis("record_timestamp").alias("timestamp_ms"), "record_type", "value_version",
+                      F.lit(None).cast("string").alias("group_metadata"),
+                      "record_json"))
+    return classic.unionByName(others)
 
 
 def new_group_events(tables: Tables, run: RunRange) -> DataFrame:
@@ -155,20 +167,24 @@ class GenerationsResult:
 
 def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: float) -> GenerationsResult:
     """Continue every touched group's generation history with the run's new records and log events."""
-    records = new_group_records(tables, run).withColumn("transaction_outcome", F.lit(None).cast("string"))
+    records = new_group_records(tables, run)
     events = new_group_events(tables, run)
     touched = records.select(*GROUP_KEY).unionByName(events.select(*GROUP_KEY)).distinct()
+    # group_state holds a row per group of the fleet: only the clusters with news are read (partition
+    # pruning), and a night with nothing new reads nothing more.
+    clusters = [r["cluster"] for r in touched.select("cluster").distinct().collect()]
+    if not clusters:
+        no_rows = T.StructType([*GROUP_GENERATIONS.schema.fields, T.StructField("_deleted", T.BooleanType())])
+        return GenerationsResult(0, 0, 0, 0, tables.spark.createDataFrame([], no_rows))
     state_version = tables.version(GROUP_STATE)
-    held = (tables.read(GROUP_STATE, version=state_version).where(F.col("generations").isNotNull())
+    held = (tables.read(GROUP_STATE, version=state_version)
+            .where(F.col("cluster").isin(*clusters) & F.col("generations").isNotNull())
             .select(*GROUP_KEY, F.col("generations").alias("state"))
             .join(touched, on=GROUP_KEY, how="left_semi"))
-    inputs = (records.withColumn("state", F.lit(None).cast("binary"))
-              .unionByName(held.select(*GROUP_KEY, F.lit(None).cast("int").alias("partition"),
-                                       F.lit(None).cast("long").alias("offset"),
-                                       F.lit(None).cast("long").alias("timestamp_ms"),
-                                       F.lit(None).cast("binary").alias("key"),
-                                       F.lit(None).cast("binary").alias("value"),
-                                       F.lit(None).cast("string").alias("transaction_outcome"), "state")))
+    records = records.withColumn("state", F.lit(None).cast("binary"))
+    states = held.select(*[F.col(c) if c in ("cluster", "group_id", "state")
+                           else F.lit(None).cast(records.schema[c].dataType).alias(c) for c in FOLD_RECORD_COLUMNS])
+    inputs = records.select(*FOLD_RECORD_COLUMNS).unionByName(states)
     out = per_bucket(inputs, FOLD_OUTPUT, _fold_fn(new_topic_names(tables, run), reopen_hours),
                      DEFAULT_BUCKETS, events).persist()
     summary = out.groupBy().agg(
@@ -203,22 +219,31 @@ def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: fl
 # Per-group functions (run on the executors, one pandas frame per group)
 
 
+def _int_or_none(v: Any) -> int | None:
+    return None if v is None or v != v else int(v)  # nulls of integer columns arrive as None or NaN
+
+
 def _records(pdf: pd.DataFrame) -> list[Any]:
-    from coordinator_core import DecodeError, GroupRecord, decode_record
+    """The group's new records as history inputs, from the decoded rows (no bytes decoded here)."""
+    from coordinator_core import DecodeError
+    from coordinator_core.history import group_record_from_row
 
     pdf = pdf.sort_values("offset")
     out = []
-    # Column lists, not itertuples: this runs once per archived record of every recomputed group.
-    for offset, ts, key, value, outcome in zip(
-        pdf["offset"].tolist(), pdf["timestamp_ms"].tolist(), pdf["key"].tolist(), pdf["value"].tolist(),
-        pdf["transaction_outcome"].tolist(), strict=True,
+    # Column lists, not itertuples: this runs once per new group-level record.
+    for offset, ts, record_type, version, group, value, record_json in zip(
+        pdf["offset"].tolist(), pdf["timestamp_ms"].tolist(), pdf["record_type"].tolist(),
+        pdf["value_version"].tolist(), pdf["group_id"].tolist(), pdf["group_metadata"].tolist(),
+        pdf["record_json"].tolist(), strict=True,
     ):
+        row = {"offset": int(offset), "timestamp": _int_or_none(ts), "record_type": int(record_type),
+               "value_version": _int_or_none(version), "group_id": group,
+               "group_metadata": json.loads(value) if isinstance(value, str) else None,
+               "record_json": record_json}
         try:
-            rec = decode_record(bytes(key), None if value is None else bytes(value))
+            out.append(group_record_from_row(row))
         except DecodeError:
-            continue  # already quarantined in decode_errors by the decode stage
-        ts = None if ts is None or ts != ts else int(ts)  # null timestamps arrive as None or NaN
-        out.append(GroupRecord(int(offset), ts, rec, outcome if isinstance(outcome, str) else None))
+            continue  # a record_json of another layout: the record stays in consumer_group_records as it is
     return out
 
 

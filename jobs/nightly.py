@@ -34,7 +34,13 @@ from jobs.common.config import Config, load_config
 from jobs.common.delta_io import Tables
 from jobs.common.progress import log, step
 from jobs.common.session import build_session
-from jobs.decode import DecodeResult, TransactionState, run_decode
+from jobs.decode import (
+    DecodeResult,
+    TransactionState,
+    add_group_metadata_members,
+    group_metadata_lacks_members,
+    run_decode,
+)
 from jobs.history import RunRange, run_generations
 from jobs.ingest import IngestResult, run_ingest_kafka, run_ingest_segments
 from jobs.logs import run_logs
@@ -105,11 +111,9 @@ class RunContext:
     rebuild: bool = False
 
     def run_range(self) -> RunRange:
-        """What is new for the gold stages: the raw versions this run decoded, the other tables' versions
-        after the last committed run (None when rebuilding: everything)."""
-        decoded_to = self.decode.raw_version_decoded if self.decode else self.committed.raw_version_decoded
-        since = None if self.rebuild else dict(self.committed.table_versions)
-        return RunRange(self.committed.raw_version_decoded, decoded_to, since)
+        """What is new for the gold stages: every table's rows after the versions the last committed run
+        left (None when rebuilding: everything)."""
+        return RunRange(None if self.rebuild else dict(self.committed.table_versions))
 
 
 @dataclass(frozen=True)
@@ -322,8 +326,11 @@ def run_nightly(
     started_at = (now or dt.datetime.now(dt.timezone.utc)).replace(tzinfo=None)
     tables = Tables(spark, config.tables.database, config.tables.location)
     tables.ensure_database()
-    # group_state is checked against its contract after the rollback below (see there).
-    tables.ensure_all([spec for spec in ALL_TABLES if spec is not GROUP_STATE])
+    # group_state, and a group_metadata of an older layout, are checked against their contracts after the
+    # rollback below (see there).
+    old_group_metadata = group_metadata_lacks_members(tables)
+    tables.ensure_all([spec for spec in ALL_TABLES
+                       if spec is not GROUP_STATE and not (old_group_metadata and spec is GROUP_METADATA)])
     committed = last_committed(tables)
     restored = recover(tables, committed, stages)
     if restored:
@@ -335,6 +342,14 @@ def run_nightly(
         by_name = {spec.name: spec for spec in ALL_TABLES}
         committed = replace(committed, table_versions={
             **committed.table_versions, **{name: tables.version(by_name[name]) for name in restored}})
+    if old_group_metadata:
+        with step("group_metadata written before it kept members: decode the archived GroupMetadata once"):
+            filled = add_group_metadata_members(tables, config.decode.arrow_batch_size)
+        tables.ensure(GROUP_METADATA)
+        log(f"group_metadata upgraded: {filled} rows have their members")
+        # Every row before the upgrade was read by the committed run: the history goes on from after it.
+        committed = replace(committed, table_versions={
+            **committed.table_versions, GROUP_METADATA.name: tables.version(GROUP_METADATA)})
     if tables.exists(GROUP_STATE) and not tables.columns_match(GROUP_STATE):
         # The carried states' layout changed (a newer version of the project): they cannot be read on. The
         # replacement is a write of this run, undone with it if it dies (then the next run does it again).

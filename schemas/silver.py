@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import types as T
 
 from schemas._spec import TableSpec, column
-from schemas.decoded import TOPIC_PARTITION_STRUCT
+from schemas.decoded import MEMBER_STRUCT, TOPIC_PARTITION_STRUCT
 
 _POSITION = [
     column("cluster", T.StringType(), "Kafka cluster name.", False),
@@ -57,6 +57,13 @@ OFFSET_COMMITS = TableSpec(
     ),
 )
 
+#: One member of a GroupMetadata record as the history needs it: ConsumerProtocol subscription and assignment
+#: decoded by the decode stage (empty for other protocol types or bytes that did not decode; why in
+#: protocol_error). The decoded rows' member fields (schemas.decoded.MEMBER_STRUCT) without the raw bytes.
+GROUP_METADATA_MEMBER = T.StructType([MEMBER_STRUCT[name] for name in (
+    "member_id", "group_instance_id", "client_id", "client_host", "rebalance_timeout", "session_timeout",
+    "subscribed_topics", "owned_partitions", "assigned_partitions", "protocol_error")])
+
 GROUP_METADATA = TableSpec(
     name="group_metadata",
     comment="One row per GroupMetadata record (key type 2): the group's state after a rebalance, or a deletion.",
@@ -77,6 +84,9 @@ GROUP_METADATA = TableSpec(
             column("current_state_timestamp", T.TimestampType(), "State timestamp (value v2+, UTC)."),
             column("member_count", T.IntegerType(), "Number of members in this generation."),
             column("member_ids", T.ArrayType(T.StringType()), "Member ids, sorted."),
+            column("members", T.ArrayType(GROUP_METADATA_MEMBER),
+                   "Members in record order, subscription and assignment decoded (what the history reads; "
+                   "group_members keeps only each generation's latest record)."),
         ]
     ),
 )

@@ -11,6 +11,7 @@ schema is ``schema_ddl(GenerationRow)`` / ``schema_ddl(OffsetEventRow)``.
 
 from __future__ import annotations
 
+from coordinator_core.history.decoded import StoredGroupMetadata, group_record_from_row, stored_member
 from coordinator_core.history.generations import group_history
 from coordinator_core.history.inputs import GroupRecord
 from coordinator_core.history.model import (
@@ -49,5 +50,6 @@ __all__ = [
     "GROUP_DELETED", "MISSING",
     "NEVER_COMPLETED", "NON_MEMBER_COMMIT", "REWIND", "STABLE", "STALLED", "STATIC_RESTART", "UNKNOWN_CAUSE",
     "Evidence", "GenerationMember", "GenerationRow", "GroupRecord", "MemberIdChange", "OffsetEventRow",
-    "Partition", "PartitionMove", "group_history", "offset_history", "schema_ddl", "schema_fields", "to_dict",
+    "Partition", "PartitionMove", "StoredGroupMetadata", "group_history", "group_record_from_row", "offset_history",
+    "schema_ddl", "schema_fields", "stored_member", "to_dict",
 ]

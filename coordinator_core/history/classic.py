@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from coordinator_core.consumer_protocol import decode_member_protocol
 from coordinator_core.history._draft import Draft
+from coordinator_core.history.decoded import StoredGroupMetadata
 from coordinator_core.history.inputs import GroupRecord, record_time
 from coordinator_core.history.model import (
     CLASSIC,
@@ -37,13 +38,17 @@ from coordinator_core.logs import events as ev
 from coordinator_core.messages import GroupMetadataValue, MemberMetadata
 
 
-def is_placeholder(value: GroupMetadataValue) -> bool:
+def is_placeholder(value: GroupMetadataValue | StoredGroupMetadata) -> bool:
     """The 3.7+ coordinator's record for a newly created group: no generation happened."""
     return value.generation == 0 and not value.protocol_type and not value.members
 
 
-def classic_member(protocol_type: str, member: MemberMetadata) -> GenerationMember:
-    """A stored member with its ConsumerProtocol decoded (other protocol types keep no partitions)."""
+def classic_member(protocol_type: str, member: MemberMetadata | GenerationMember) -> GenerationMember:
+    """A stored member with its ConsumerProtocol decoded (other protocol types keep no partitions).
+
+    A member the decode stage already decoded (``coordinator_core.history.decoded``) comes as it is."""
+    if isinstance(member, GenerationMember):
+        return member
     decoded = decode_member_protocol(protocol_type, member)
     subscription, assignment = decoded.subscription, decoded.assignment
     return GenerationMember(
@@ -65,7 +70,7 @@ def classic_member(protocol_type: str, member: MemberMetadata) -> GenerationMemb
     )
 
 
-def draft_from_record(record: GroupRecord, value: GroupMetadataValue) -> Draft:
+def draft_from_record(record: GroupRecord, value: GroupMetadataValue | StoredGroupMetadata) -> Draft:
     members = [classic_member(value.protocol_type, m) for m in value.members]
     return Draft(
         group_protocol=CLASSIC,
@@ -97,7 +102,7 @@ def draft_from_placeholder(record: GroupRecord) -> Draft:
     )
 
 
-def restore_same_generation(draft: Draft, record: GroupRecord, value: GroupMetadataValue) -> None:
+def restore_same_generation(draft: Draft, record: GroupRecord, value: GroupMetadataValue | StoredGroupMetadata) -> None:
     """A second record of the draft's generation: keep the newest members, note replaced static members."""
     newer = draft_from_record(record, value)
     old_by_instance = {m.group_instance_id: m for m in draft.members or () if m.group_instance_id}

@@ -37,9 +37,16 @@ from jobs import nightly
 from jobs.common.config import Config, HistoryConfig, LogSource, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
 from jobs.nightly import STAGES, RunContext, Stage, run_nightly
-from jobs.offset_events import OffsetEventsResult, fold_offset_events, run_offset_events, write_offset_events
+from jobs.offset_events import OffsetEventsResult, run_offset_events
 from jobs.synthetic_fleet import FleetSpec, write_fleet
-from schemas import ALL_TABLES, GROUP_METADATA, OFFSET_COMMITS, OFFSET_EVENTS
+from schemas import (
+    ALL_TABLES,
+    CONSUMER_GROUP_RECORDS,
+    GROUP_MEMBERS,
+    GROUP_METADATA,
+    OFFSET_COMMITS,
+    OFFSET_EVENTS,
+)
 from schemas.gold import GOLD_TABLES
 from schemas.logs import COORDINATOR_EVENTS
 from schemas.state import GROUP_STATE
@@ -68,6 +75,8 @@ RUNS = range(1, 7)
 FLEET = FleetSpec(cluster="synthetic", groups=40, partitions=4, seed=11, rebalance_rate=0.05, tombstone_rate=0.04,
                   abort_rate=0.3)
 FLEET_RECORDS = 2_500
+#: The silver tables the gold stages read (as change feeds).
+SILVER_INPUTS = (OFFSET_COMMITS, GROUP_METADATA, GROUP_MEMBERS, CONSUMER_GROUP_RECORDS)
 INPUTS = ("kafka-4.3.1", "kafka-3.9.1", "edge", FLEET.cluster)
 
 
@@ -361,40 +370,52 @@ def test_every_split_leaves_the_gold_tables_of_one_run(
 
 def test_a_run_reads_its_new_rows_and_the_touched_groups_state(
         spark: SparkSession, nights: tuple[Config, list[splits.Split], list[OffsetEventsResult]]) -> None:
-    """One more night of the fleet in one cluster: the stage reads that night's new silver rows (change
-    feed) and the state of that cluster's groups, not the archive. Counted from the scans' SQL metrics;
-    the writes' MERGE scans of their target tables (Tables.upsert, merge_state) are not the stage's reads."""
+    """One more night of the fleet in one cluster: the history stage (generations, replay and what-if,
+    offset events) reads that night's new silver rows (change feeds) and the state of that cluster's groups:
+    not the archive, and no archived bytes (they were decoded once, by the decode stage). Counted from the
+    scans' SQL metrics; the writes' MERGE scans of their target tables (Tables.upsert, merge_state) are not
+    the stage's reads."""
     config, _, _ = nights
     tables = _tables(spark, config)
-    write_fleet(tables, dataclasses.replace(FLEET, cluster=f"{FLEET.cluster}-k6"), 300, append=True)
+    cluster = f"{FLEET.cluster}-k6"
+    write_fleet(tables, dataclasses.replace(FLEET, cluster=cluster), 300, append=True)
     # group_state's MERGEs mark replaced rows in deletion vectors, and a scan reads those rows too until
     # maintenance rewrites the files: the bound is the rows stored in the cluster's live files.
-    cluster_files = [f for f in tables.read(GROUP_STATE).inputFiles() if f"cluster={FLEET.cluster}-k6/" in f]
+    cluster_files = [f for f in tables.read(GROUP_STATE).inputFiles() if f"cluster={cluster}/" in f]
     stored_state_rows = spark.read.parquet(*cluster_files).count()
+    silver_before = {spec.name: tables.version(spec) for spec in SILVER_INPUTS}
     results: list[OffsetEventsResult] = []
     scans: list[splits.ScannedRows] = []
 
+    def recorded(*args: Any, **kwargs: Any) -> OffsetEventsResult:
+        results.append(run_offset_events(*args, **kwargs))
+        return results[-1]
+
     def stage(ctx: RunContext) -> None:
-        with splits.scanned_rows(spark) as scanned:
-            changes = fold_offset_events(ctx.tables, ctx.committed.table_versions, stall_min_ms=STALL_MS)
-        write_offset_events(ctx.tables, changes, ctx.run_id)
-        changes.release()
-        results.append(changes.result)
+        with splits.scanned_rows(spark) as scanned, pytest.MonkeyPatch.context() as patch:
+            patch.setattr(nightly, "run_offset_events", recorded)
+            history.run(ctx)
         scans.append(scanned)
 
+    history = next(s for s in STAGES if s.name == "history")
     run_nightly(spark, config, stages=[*(s for s in STAGES if s.name == "decode"),
-                                       Stage("offset_events", (OFFSET_EVENTS, GROUP_STATE), stage)])
+                                       Stage("history", history.writes, stage)])
     (result,), (scanned,) = results, scans
     read = scanned.by_table()
-    state_rows = tables.read(GROUP_STATE).where(F.col("cluster") == f"{FLEET.cluster}-k6").count()
+    new_silver = sum(tables.changes(spec, silver_before[spec.name], tables.version(spec)).count()
+                     for spec in SILVER_INPUTS)
+    state_rows = tables.read(GROUP_STATE).where(F.col("cluster") == cluster).count()
     archive = {name: tables.read(spec).count() for name, spec in (
         ("offset_commits", OFFSET_COMMITS), ("group_metadata", GROUP_METADATA), ("group_state", GROUP_STATE))}
     assert 0 < result.new_records <= 300 and 0 < result.state_rows <= state_rows
+    assert 0 < new_silver <= 300
     # Only the night's new rows of the silver tables, the group_state rows of the one cluster with news.
-    assert set(read) <= {"offset_commits", "group_metadata", "consumer_group_records", "coordinator_events",
-                         "group_state"}, read
+    assert set(read) <= {*(spec.name for spec in SILVER_INPUTS), "coordinator_events", "group_state"}, read
     silver = sum(n for table, n in read.items() if table != "group_state")
-    assert silver <= 2 * result.new_records, (read, result)   # a change feed scan may count its rows twice
-    assert read.get("group_state", 0) <= stored_state_rows, (read, stored_state_rows)
+    # Each stage part reads the change feeds it needs (generations, what-if, offset events), a change feed
+    # scan may count its rows twice, and the generations read theirs twice (the clusters, then the fold).
+    assert silver <= 8 * new_silver, (read, new_silver)
+    # The generations and the offset events each read the cluster's state.
+    assert read.get("group_state", 0) <= 2 * stored_state_rows, (read, stored_state_rows)
     assert silver < archive["offset_commits"] // 10 and read.get("group_state", 0) < archive["group_state"], (
         read, archive)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from pyspark.sql import types as T
 from jobs.common.config import Config, LogSource, ReportConfig, SegmentSource, SourcesConfig, StormsConfig, TablesConfig
 from jobs.common.delta_io import Tables
 from jobs.nightly import STAGES, StoppedAfterStage, run_nightly
-from schemas import RAW_OFFSETS
+from schemas import GROUP_METADATA, RAW_OFFSETS
 from schemas.gold import GOLD_TABLES
 from schemas.state import GROUP_STATE
 from tests.spark.splits import comparable
@@ -102,12 +102,15 @@ def _assert_same_gold(got: Tables, expected: Tables) -> None:
 
 
 def _run_in_pieces(spark: SparkSession, full: tuple[Path, Path, Tables, dict], k: int, seed: int,
-                   logs_late: bool, crash: tuple[int, str] | None = None) -> Tables:
+                   logs_late: bool, crash: tuple[int, str] | None = None,
+                   before_run: tuple[int, Callable[[Tables], None]] | None = None) -> Tables:
     """The sample's archive cut into `k` pieces, one nightly run each. `crash` (run index, stage): that run
-    dies right after the stage, and the next run (over the same piece) has to finish its work."""
+    dies right after the stage, and the next run (over the same piece) has to finish its work.
+    `before_run` (run index, change): the warehouse is changed before that run (an older layout, say)."""
     sample, root, expected, files = full
     rng = random.Random(f"{k}:{seed}:{logs_late}")
-    name = f"cgh_split_{k}_{seed}_{int(logs_late)}" + (f"_crash_{crash[0]}_{crash[1]}" if crash else "")
+    name = (f"cgh_split_{k}_{seed}_{int(logs_late)}" + (f"_crash_{crash[0]}_{crash[1]}" if crash else "")
+            + (f"_changed_{before_run[0]}" if before_run else ""))
     logs_dir = root / "logs"
     shutil.rmtree(logs_dir, ignore_errors=True)
     (logs_dir / "broker").mkdir(parents=True)
@@ -136,6 +139,8 @@ def _run_in_pieces(spark: SparkSession, full: tuple[Path, Path, Tables, dict], k
             tables.append(RAW_OFFSETS, piece.select(*RAW_OFFSETS.column_names))
             if not logs_late or cut is None:
                 _write_logs(logs_dir, files, cut)
+            if before_run is not None and before_run[0] == i:
+                before_run[1](tables)
             if crash is not None and crash[0] == i:
                 with pytest.raises(StoppedAfterStage):
                     run_nightly(spark, config, stages=GOLD_STAGES, stop_after=crash[1])
@@ -207,3 +212,27 @@ def test_a_group_state_of_another_layout_is_replaced_and_the_gold_tables_rebuilt
     assert tables.columns_match(GROUP_STATE)
     _assert_same_gold(tables, expected)
     assert tables.read(GROUP_STATE).where(F.col("offsets").isNotNull()).count() > 0
+
+
+def test_a_group_metadata_without_members_is_filled_from_the_archive_and_the_history_goes_on(
+        spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> None:
+    """A warehouse whose group_metadata was written before it kept each record's decoded members (the
+    history read them from the archived bytes then): the next run adds the column, fills it from the
+    archive once, and goes on; the gold tables end up as one run's."""
+
+    def without_members(tables: Tables) -> None:
+        path = tables.path(GROUP_METADATA)
+        rows = spark.createDataFrame(tables.read(GROUP_METADATA).drop("members").collect(),
+                                     tables.read(GROUP_METADATA).drop("members").schema)
+        # A table of its own history, as an older version wrote it (an overwrite would be rolled back).
+        shutil.rmtree(path)
+        rows.write.format("delta").save(path)
+        tables.ensure_change_feed(GROUP_METADATA)
+        assert "members" not in tables.read(GROUP_METADATA).columns
+
+    got = _run_in_pieces(spark, full, 3, 11, logs_late=False, before_run=(1, without_members))
+    _assert_same_gold(got, full[2])
+    stored = got.read(GROUP_METADATA).where(~F.col("is_tombstone"))
+    assert stored.count() > 0 and stored.where(F.col("members").isNull()).count() == 0
+    assert (stored.select(F.sort_array(F.transform("members", lambda m: m["member_id"])).alias("ids"), "member_ids")
+            .where(F.col("ids") != F.col("member_ids")).count() == 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pytest
 from chispa import assert_df_equality
@@ -264,11 +265,17 @@ def test_group_metadata_and_members_latest_record_of_a_generation_wins(spark: Sp
         ],
     )
     decoded = decode_records(raw_rows)
+    def stored(member_id: str, instance_id: str | None, assigned: list[tuple[str, int]]) -> tuple[Any, ...]:
+        # what the history reads: the member as written, its ConsumerProtocol subscription/assignment decoded
+        return (member_id, instance_id, "client-" + member_id, "/127.0.0.1", 300000, 45000, ["t"], [], assigned, None)
+
     expected_metadata = spark.createDataFrame(
         [
-            ("c1", 4, 1, ts(1), "g", 3, False, "consumer", 5, "range", "m1", ts(1), 2, ["m1", "m2-old"]),
-            ("c1", 4, 2, ts(2), "g", 3, False, "consumer", 5, "range", "m1", ts(2), 2, ["m1", "m2"]),
-            ("c1", 4, 3, ts(3), "g", None, True, None, None, None, None, None, None, None),
+            ("c1", 4, 1, ts(1), "g", 3, False, "consumer", 5, "range", "m1", ts(1), 2, ["m1", "m2-old"],
+             [stored("m1", None, [("t", 0), ("t", 1)]), stored("m2-old", "static-2", [("t", 1)])]),
+            ("c1", 4, 2, ts(2), "g", 3, False, "consumer", 5, "range", "m1", ts(2), 2, ["m1", "m2"],
+             [stored("m1", None, [("t", 0)]), stored("m2", "static-2", [("t", 1)])]),
+            ("c1", 4, 3, ts(3), "g", None, True, None, None, None, None, None, None, None, None),
         ],
         GROUP_METADATA.schema,
     )
