@@ -4,6 +4,7 @@ of a crashed run's partial writes)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -277,11 +278,39 @@ class Tables:
          .option("overwriteSchema", "true").save(self.path(spec)))
 
     def restore(self, spec: TableSpec, version: int) -> bool:
-        """Roll the table back to `version` if a later (uncommitted) write moved it; True if it did."""
-        if self.version(spec) <= version:
+        """Roll the table back to `version` if a later (uncommitted) write changed its data; True if it did.
+
+        Commits that only rearrange files (an operator's OPTIMIZE, REORG or VACUUM between two runs: every
+        file added or removed with dataChange false, no schema or protocol change) are kept: the rows are
+        the committed run's, and undoing the compaction would only bring the small files back."""
+        if self.version(spec) <= version or not self.data_changed_since(spec, version):
             return False
         self.delta(spec).restoreToVersion(version)
         return True
+
+    def data_changed_since(self, spec: TableSpec, version: int) -> bool:
+        """Whether any commit after `version` changed the table's rows, schema or protocol (read from the
+        commit files themselves: a few small JSON files, and only when the table moved)."""
+        jvm = self.spark.sparkContext._jvm  # type: ignore[attr-defined]
+        hadoop_conf = self.spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+        for v in range(version + 1, self.version(spec) + 1):
+            path = jvm.org.apache.hadoop.fs.Path(f"{self.path(spec)}/_delta_log/{v:020d}.json")
+            fs = path.getFileSystem(hadoop_conf)
+            if not fs.exists(path):
+                return True  # cleaned up already: what it did cannot be told, so it is undone
+            stream = fs.open(path)
+            try:
+                text = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+            finally:
+                stream.close()
+            for line in str(text).splitlines():
+                action = json.loads(line) if line.strip() else {}
+                if any(kind in action for kind in ("metaData", "protocol", "cdc")):
+                    return True
+                for kind in ("add", "remove"):
+                    if kind in action and action[kind].get("dataChange", True):
+                        return True
+        return False
 
     def changes(self, spec: TableSpec, after_version: int, up_to_version: int) -> DataFrame:
         """Rows inserted in versions (after_version, up_to_version] (change data feed of an append-only table).

@@ -153,6 +153,32 @@ def test_a_table_not_changed_since_the_last_run_is_left_alone(spark: SparkSessio
     assert [(t.table, t.files_before, t.files_after, t.files_rewritten) for t in done] == [("raw_offsets", 4, 1, 4)]
 
 
+def test_an_operators_compaction_between_runs_is_kept_and_a_data_change_is_undone(
+        spark: SparkSession, tables: Tables) -> None:
+    """recover() rolls back what a run that did not commit wrote; an OPTIMIZE (or REORG, VACUUM) an operator
+    ran between two runs changes no row, so the next run keeps it instead of bringing the small files back."""
+    tables.ensure(OFFSET_COMMITS)
+
+    def commits(offsets: range) -> DataFrame:
+        return spark.createDataFrame([_offset_commit(o) for o in offsets], OFFSET_COMMITS.schema).coalesce(1)
+
+    for night in range(3):
+        tables.append(OFFSET_COMMITS, commits(range(night * 3, night * 3 + 3)))
+    committed = tables.version(OFFSET_COMMITS)
+    rows = tables.read(OFFSET_COMMITS).count()
+    tables.delta(OFFSET_COMMITS).optimize().executeCompaction()
+    assert tables.version(OFFSET_COMMITS) == committed + 1
+    assert not tables.data_changed_since(OFFSET_COMMITS, committed)
+    assert not tables.restore(OFFSET_COMMITS, committed)
+    assert tables.version(OFFSET_COMMITS) == committed + 1 and _live_files(tables, OFFSET_COMMITS) == 1
+    # A write after the compaction (a run that died) is undone, and the compaction with it.
+    tables.append(OFFSET_COMMITS, commits(range(100, 102)))
+    assert tables.data_changed_since(OFFSET_COMMITS, committed)
+    assert tables.data_changed_since(OFFSET_COMMITS, committed + 1)
+    assert tables.restore(OFFSET_COMMITS, committed)
+    assert tables.read(OFFSET_COMMITS).count() == rows
+
+
 def _data_files(tables: Tables, spec: TableSpec) -> set[str]:
     """The parquet files in the table's directory (live or not)."""
     return {str(p.relative_to(tables.path(spec))) for p in Path(tables.path(spec)).rglob("*.parquet")
