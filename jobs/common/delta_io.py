@@ -208,6 +208,10 @@ class Tables:
         data = rows.drop(delete_flag) if delete_flag else rows
         _check_schema(spec, data)
         condition = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in spec.grain)
+        clusters = cluster_partitions(spec, rows)
+        if clusters == "":
+            return  # nothing to write
+        condition = clusters + condition
         merge = self.delta(spec).alias("t").merge(rows.alias("s"), condition)
         values = {c: F.col(f"s.`{c}`") for c in spec.column_names}
         if delete_flag:
@@ -333,6 +337,24 @@ class Tables:
             .load(self.path(spec))
         )
         return changes.where(F.col("_change_type") == "insert").select(*spec.column_names)
+
+
+def cluster_partitions(spec: TableSpec, source: DataFrame, alias: str = "t") -> str:
+    """A MERGE condition's prefix naming the target's cluster partitions that `source` has rows for ("" when
+    it has none), or no prefix for a table not partitioned by cluster.
+
+    Delta finds a MERGE's touched files by joining the source with the target, which reads every file of
+    the target that the condition cannot rule out; a join on the partition column rules out nothing. A gold
+    table holds every cluster's whole history, a night's rows only some clusters': literal partition values
+    let Delta read only theirs (one small query on the source first).
+    """
+    if "cluster" not in spec.partition_columns:
+        return "TRUE AND "
+    names = sorted(r[0] for r in source.select("cluster").distinct().collect())
+    if not names:
+        return ""
+    quoted = ", ".join("'" + n.replace("\\", "\\\\").replace("'", "\\'") + "'" for n in names)
+    return f"{alias}.`cluster` IN ({quoted}) AND "
 
 
 def _columns(schema: StructType) -> list[tuple[str, str]]:

@@ -12,15 +12,17 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from jobs.common.delta_io import Tables
+from jobs.common.delta_io import Tables, cluster_partitions
 from schemas.state import GROUP_STATE
 
 GROUP_KEY = ["cluster", "group_id"]
 
 
 def read_state(tables: Tables, groups: DataFrame, columns: Sequence[str]) -> DataFrame:
-    """(cluster, group_id, *columns) of the given groups that have a state row."""
-    return (tables.read(GROUP_STATE).select(*GROUP_KEY, *columns)
+    """(cluster, group_id, *columns) of the given groups that have a state row. Only the partitions of
+    the clusters among `groups` are read (group_state holds every group of the fleet)."""
+    clusters = [r[0] for r in groups.select("cluster").distinct().collect()]
+    return (tables.read(GROUP_STATE).where(F.col("cluster").isin(*clusters)).select(*GROUP_KEY, *columns)
             .join(groups.select(*GROUP_KEY), on=GROUP_KEY, how="left_semi"))
 
 
@@ -31,8 +33,11 @@ def merge_state(tables: Tables, rows: DataFrame, columns: Sequence[str], run_id:
     names = [*columns, "updated_run_id"]
     insert = {c: F.col(f"s.`{c}`") if c in names or c in GROUP_KEY else F.lit(None).cast(
         GROUP_STATE.schema[c].dataType) for c in GROUP_STATE.column_names}
+    clusters = cluster_partitions(GROUP_STATE, source)
+    if clusters == "":
+        return
     (tables.delta(GROUP_STATE).alias("t")
-     .merge(source.alias("s"), "t.cluster = s.cluster AND t.group_id = s.group_id")
+     .merge(source.alias("s"), clusters + "t.cluster = s.cluster AND t.group_id = s.group_id")
      .whenMatchedUpdate(set={c: F.col(f"s.`{c}`") for c in names})
      .whenNotMatchedInsert(values=insert)
      .execute())

@@ -35,18 +35,11 @@ SAMPLE_CLUSTER = "sample"
 CHANGED_GENERATIONS = T.StructType([*GROUP_GENERATIONS.schema.fields, T.StructField("_deleted", T.BooleanType())])
 
 
-#: The sample warehouse once built in this test session (a fixture imported into two test modules is two
-#: fixtures to pytest: this makes the second one reuse the first's work).
-_BUILT: dict[int, Tables] = {}
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def sample_warehouse(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tables]:
     """The nightly job on the 4.3.1 sample (segments and logs), up to its history stage, in a database of
-    its own: the silver tables and group_generations of a real broker's capture."""
-    if id(spark) in _BUILT:
-        yield _BUILT[id(spark)]
-        return
+    its own: the silver tables and group_generations of a real broker's capture (built once per module:
+    each module has a Spark session of its own)."""
     root = tmp_path_factory.mktemp("sample_warehouse")
     logs = (LogSource(SAMPLE_CLUSTER, "broker-1", (str(SAMPLE / "broker" / "server.log"),), "UTC", 1),
             LogSource(SAMPLE_CLUSTER, "clients", (str(SAMPLE / "clients" / "*.log"),)))
@@ -57,8 +50,7 @@ def sample_warehouse(spark: SparkSession, tmp_path_factory: pytest.TempPathFacto
     )
     stages = tuple(s for s in STAGES if s.name in ("ingest", "decode", "logs", "history"))
     run_nightly(spark, config, stages=stages)
-    _BUILT[id(spark)] = Tables(spark, config.tables.database, config.tables.location)
-    yield _BUILT[id(spark)]
+    yield Tables(spark, config.tables.database, config.tables.location)
 
 
 def generation_rows(tables: Tables, cluster: str = SAMPLE_CLUSTER) -> dict[str, list[dict[str, Any]]]:
