@@ -158,6 +158,8 @@ class ScannedRows:
         self._store = spark._jsparkSession.sharedState().statusStore()  # type: ignore[attr-defined]
         self._first = self._next_execution()
         self.rows: dict[str, int] = {}
+        #: the most rows one scan node read, per table
+        self.largest: dict[str, int] = {}
 
     def _next_execution(self) -> int:
         executions = self._store.executionsList()
@@ -187,7 +189,9 @@ class ScannedRows:
                     metric = node_metrics.next()
                     value = metrics.get(metric.accumulatorId())
                     if metric.name() == "number of output rows" and value.isDefined():
-                        self.rows[table] = self.rows.get(table, 0) + int(str(value.get()).replace(",", ""))
+                        n = int(str(value.get()).replace(",", ""))
+                        self.rows[table] = self.rows.get(table, 0) + n
+                        self.largest[table] = max(self.largest.get(table, 0), n)
 
     def by_table(self) -> dict[str, int]:
         return dict(self.rows)
