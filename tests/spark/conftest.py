@@ -4,6 +4,7 @@ configured by the jobs' own session builder) and a fresh catalog database per te
 from __future__ import annotations
 
 import itertools
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,10 +25,10 @@ def spark_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def spark(spark_root: Path) -> Iterator[SparkSession]:
-    """A SparkSession per test module, stopped at its end (the JVM stays; the next module's SparkContext
-    starts in it in seconds). A SparkContext that ran the whole suite's hundreds of nightly runs kept
-    enough of them (status store, block manager, shuffle bookkeeping) to run its driver out of heap
-    (GC overhead limit exceeded, ~40 minutes in, in CI); per module, nothing carries over."""
+    """A SparkSession per test module, stopped at its end with its JVM. A SparkContext that ran the whole
+    suite's hundreds of nightly runs kept enough of them (status store, block manager, shuffle bookkeeping)
+    to run its driver out of heap (GC overhead limit exceeded, ~40 minutes in, in CI); per module, nothing
+    carries over."""
     config = Config(
         spark=SparkConfig(
             master="local[2]",
@@ -53,8 +54,32 @@ def spark(spark_root: Path) -> Iterator[SparkSession]:
     )
     session = build_session(config)
     yield session
-    session._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[attr-defined]
+    _stop_with_its_jvm(session)
+
+
+def _stop_with_its_jvm(session: SparkSession) -> None:
+    """Stops the session and the driver JVM under it, so that the next module's session starts a JVM of
+    its own. A JVM that ran module after module kept what some of them left in static state (the last
+    CI run on record: a broadcast without heap, 55 minutes in, with every SparkContext stopped in turn).
+    A fresh JVM costs a few seconds per module."""
+    from pyspark import SparkContext
+
     session.stop()
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    process = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    if process is not None:
+        # The gateway server exits when its stdin closes (pyspark's launch_gateway opens it as a pipe).
+        process.stdin.close()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
 
 
 @pytest.fixture(autouse=True)
