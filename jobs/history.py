@@ -118,6 +118,7 @@ FOLD_OUTPUT = TableSpec(
         T.StructField("_state", T.BinaryType()),
         T.StructField("_watermark", T.TimestampType()),
         T.StructField("_late", T.LongType()),
+        T.StructField("_unreadable", T.LongType()),
     ]),
 )
 
@@ -136,7 +137,8 @@ def _fold_fn(topic_names: Mapping[str, Mapping[str, str]], reopen_hours: float
         held = records.loc[is_state, "state"].tolist() if not records.empty else []
         state = load_state(held[0]) if held and held[0] is not None else None
         new = records.loc[~is_state] if not records.empty else records
-        result = fold_generations(state, _records(new) if not new.empty else [], _events(events), group_id=group,
+        records_in, unreadable = _records(new) if not new.empty else ([], 0)
+        result = fold_generations(state, records_in, _events(events), group_id=group,
                                   topic_names=topic_names.get(cluster), reopen=dt.timedelta(hours=reopen_hours))
         out: GroupRows = [{**r.to_dict(), "cluster": cluster, "_deleted": False, "_kind": "row"}
                           for r in result.rows]
@@ -147,7 +149,7 @@ def _fold_fn(topic_names: Mapping[str, Mapping[str, str]], reopen_hours: float
                 for protocol, generation, offset in result.removed]
         watermark = result.state.watermark
         out.append({**empty, "cluster": cluster, "group_id": group, "_kind": "state", "_deleted": False,
-                    "_state": dump_state(result.state), "_late": result.late_events,
+                    "_state": dump_state(result.state), "_late": result.late_events, "_unreadable": unreadable,
                     "_watermark": watermark.replace(tzinfo=None) if watermark is not None else None})
         return out
 
@@ -160,6 +162,9 @@ class GenerationsResult:
     rows_written: int
     rows_deleted: int
     late_events: int
+    #: group-level rows whose stored record_json did not read back as a record (a layout this code does not
+    #: know): left out of the history and counted here; the rows stay in consumer_group_records
+    records_unreadable: int
     #: the generation rows the run inserted or amended (group_generations columns + `_deleted`), persisted:
     #: the caller unpersists it when the later stages are done with it
     changed: DataFrame
@@ -175,7 +180,7 @@ def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: fl
     clusters = [r["cluster"] for r in touched.select("cluster").distinct().collect()]
     if not clusters:
         no_rows = T.StructType([*GROUP_GENERATIONS.schema.fields, T.StructField("_deleted", T.BooleanType())])
-        return GenerationsResult(0, 0, 0, 0, tables.spark.createDataFrame([], no_rows))
+        return GenerationsResult(0, 0, 0, 0, 0, tables.spark.createDataFrame([], no_rows))
     state_version = tables.version(GROUP_STATE)
     held = (tables.read(GROUP_STATE, version=state_version)
             .where(F.col("cluster").isin(*clusters) & F.col("generations").isNotNull())
@@ -191,7 +196,8 @@ def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: fl
         F.sum(F.when(F.col("_kind") == "state", 1).otherwise(0)).alias("groups"),
         F.sum(F.when((F.col("_kind") == "row") & ~F.col("_deleted"), 1).otherwise(0)).alias("written"),
         F.sum(F.when((F.col("_kind") == "row") & F.col("_deleted"), 1).otherwise(0)).alias("deleted"),
-        F.sum(F.coalesce("_late", F.lit(0))).alias("late")).first()
+        F.sum(F.coalesce("_late", F.lit(0))).alias("late"),
+        F.sum(F.coalesce("_unreadable", F.lit(0))).alias("unreadable")).first()
     # The changed rows outlive this stage (storms, replay and what-if start from them): held in a cache of
     # their own, filled before the fold's output is released; the run releases it at its end.
     rows = out.where(F.col("_kind") == "row").select(*GROUP_GENERATIONS.column_names, "_deleted").persist()
@@ -212,7 +218,8 @@ def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: fl
     def count(name: str) -> int:
         return int(summary[name] or 0) if summary is not None else 0
 
-    return GenerationsResult(count("groups"), count("written"), count("deleted"), count("late"), rows)
+    return GenerationsResult(count("groups"), count("written"), count("deleted"), count("late"), count("unreadable"),
+                             rows)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -223,13 +230,15 @@ def _int_or_none(v: Any) -> int | None:
     return None if v is None or v != v else int(v)  # nulls of integer columns arrive as None or NaN
 
 
-def _records(pdf: pd.DataFrame) -> list[Any]:
-    """The group's new records as history inputs, from the decoded rows (no bytes decoded here)."""
+def _records(pdf: pd.DataFrame) -> tuple[list[Any], int]:
+    """The group's new records as history inputs, from the decoded rows (no bytes decoded here), and how
+    many rows could not be read back."""
     from coordinator_core import DecodeError
     from coordinator_core.history import group_record_from_row
 
     pdf = pdf.sort_values("offset")
     out = []
+    unreadable = 0
     # Column lists, not itertuples: this runs once per new group-level record.
     for offset, ts, record_type, version, group, value, record_json in zip(
         pdf["offset"].tolist(), pdf["timestamp_ms"].tolist(), pdf["record_type"].tolist(),
@@ -243,8 +252,8 @@ def _records(pdf: pd.DataFrame) -> list[Any]:
         try:
             out.append(group_record_from_row(row))
         except DecodeError:
-            continue  # a record_json of another layout: the record stays in consumer_group_records as it is
-    return out
+            unreadable += 1  # a record_json of another layout: the row stays in consumer_group_records as it is
+    return out, unreadable
 
 
 _EVENT_FIELDS: tuple[str, ...] = ()

@@ -149,7 +149,20 @@ def _logs_stage(ctx: RunContext) -> None:
     ctx.extra["logs"] = result.format()
 
 
+def _nothing_new(ctx: RunContext) -> bool:
+    """No row of the gold stages' inputs changed since the last committed run (a night without records or
+    log lines, or a re-run): their folds have nothing to continue. Read from the inputs' commit files (an
+    operator's OPTIMIZE moves a version and changes no row)."""
+    if ctx.rebuild:
+        return False
+    since = ctx.committed.table_versions
+    return not any(ctx.tables.data_changed_since(spec, int(since.get(spec.name, 0))) for spec in INCREMENTAL_INPUTS)
+
+
 def _history_stage(ctx: RunContext) -> None:
+    if _nothing_new(ctx):
+        ctx.extra["history"] = "nothing new since the last committed run"
+        return
     reopen_hours = ctx.config.history.reopen_hours
     since = None if ctx.rebuild else dict(ctx.committed.table_versions)
     generations = run_generations(ctx.tables, ctx.run_id, ctx.run_range(), reopen_hours)
@@ -161,6 +174,10 @@ def _history_stage(ctx: RunContext) -> None:
                                     stall_min_commits=history.stall_min_commits, stall_min_ms=history.stall_min_ms)
     late = (f"; {generations.late_events} log lines older than [history] reopen_hours not applied"
             if generations.late_events else "")
+    if generations.records_unreadable:
+        late += (f"; {generations.records_unreadable} group records whose stored record_json could not be read "
+                 "back left out (rows kept in consumer_group_records; a rebuild after the decode stage is re-run "
+                 "restores them)")
     ctx.extra["history"] = (
         f"{generations.groups} groups continued ({generations.rows_written} generation rows written or amended, "
         f"{generations.rows_deleted} withdrawn){late}; {replay.replayed_generations} generations replayed "
@@ -171,10 +188,16 @@ def _history_stage(ctx: RunContext) -> None:
 
 
 def _storms_stage(ctx: RunContext) -> None:
+    changed = ctx.extra_frames.get("changed_generations")
+    # No generation row stored, amended or withdrawn (the history stage had nothing new, or only offset
+    # commits): no storm can change. (The changed rows are cached: asking costs no read.)
+    if changed is None or (not ctx.rebuild and changed.isEmpty()):
+        ctx.extra["storms"] = "no generation changed"
+        return
     s = ctx.config.storms
     thresholds = StormThresholds(s.min_rebalances, s.window_minutes, s.quiet_minutes, s.flapping_min_rejoins,
                                  s.lockstep_seconds, s.lockstep_min_groups)
-    result = run_storms(ctx.tables, ctx.extra_frames["changed_generations"], thresholds, ctx.run_id, ctx.rebuild,
+    result = run_storms(ctx.tables, changed, thresholds, ctx.run_id, ctx.rebuild,
                         reopen_hours=ctx.config.history.reopen_hours)
     ctx.extra["storms"] = (f"{result.groups} groups' storms continued: {result.storms_written} storms written, "
                            f"{result.storms_deleted} withdrawn")

@@ -139,12 +139,15 @@ def fold_groups(tables: Tables, changed: DataFrame, project: Callable[[DataFrame
         return out
     # Few groups (a row amended after it was final): their whole history, from scratch.
     groups = tables.spark.createDataFrame(again, "cluster string, group_id string")
-    history = (tables.read(GROUP_GENERATIONS).join(F.broadcast(groups), on=GROUP_KEY, how="left_semi")
-               .withColumn("_deleted", F.lit(False)))
+    # Read by cluster (the tables' partitions), then by group: a fleet's history is not scanned for a few.
+    clusters = sorted({cluster for cluster, _ in again})
+    history = (tables.read(GROUP_GENERATIONS).where(F.col("cluster").isin(*clusters))
+               .join(F.broadcast(groups), on=GROUP_KEY, how="left_semi").withColumn("_deleted", F.lit(False)))
     redone = per_bucket(project(history), output, fold_fn(True), DEFAULT_BUCKETS,
                         groups.withColumn(state_column, F.lit(None).cast("binary")))
     key = list(gold.grain)
-    stale = (tables.read(gold).join(F.broadcast(groups), on=GROUP_KEY, how="left_semi").select(*key)
+    stale = (tables.read(gold).where(F.col("cluster").isin(*clusters))
+             .join(F.broadcast(groups), on=GROUP_KEY, how="left_semi").select(*key)
              .join(redone.where(F.col("_kind") == "row").select(*key), on=key, how="left_anti"))
     deletions = stale.select(*[F.col(c) if c in key else F.lit(None).cast(output.schema[c].dataType).alias(c)
                                for c in output.column_names if c not in ("_deleted", "_kind")]).withColumns(

@@ -299,8 +299,16 @@ def run_replay_and_whatif(tables: Tables, changed_generations: DataFrame, run_id
         tables.delete_where(ASSIGNMENT_REPLAY, "true")
         tables.delete_where(ASSIGNOR_WHATIF, "true")
         clear_state(tables, [STATE_COLUMN])
+    # Both folds start from the changed generation rows (cached by the history stage: asking costs no read).
+    # With none, what-if has nothing to continue, and replay has only the members withdrawn since `since`.
+    unchanged = not rebuild and changed_generations.isEmpty()
+    if unchanged and since is not None and not tables.data_changed_since(GROUP_MEMBERS,
+                                                                          int(since.get(GROUP_MEMBERS.name, 0))):
+        return ReplayResult(0, 0, 0, 0, 0, 0)
     with step("replay the generations stored this run"):
         replayed, mismatches = _replay(tables, changed_generations, since)
+    if unchanged:
+        return ReplayResult(replayed, mismatches, 0, 0, 0, 0)
     with step("what-if: continue each group's replay under every assignor"):
         groups, written, deleted, recomputed = _whatif(tables, changed_generations, run_id, rebuild,
                                                        dt.timedelta(hours=reopen_hours))

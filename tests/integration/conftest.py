@@ -1,9 +1,9 @@
 """Fixtures for tests against a real Kafka broker and against the sample it produced.
 
-* `kafka_broker` (session): one single-node KRaft broker from the Maven Central jars, started once and
-  stopped at the end of the session, also when tests fail or the run is interrupted (the fixture's
+* `kafka_broker` (package): one single-node KRaft broker from the Maven Central jars, started once and
+  stopped when the integration tests end, also when tests fail or the run is interrupted (the fixture's
   `finally`, plus the broker module's atexit hook and the kernel's parent-death signal).
-* `live_run` (session): every scenario of tests/kafka_testbed/scenarios.py run once against that broker,
+* `live_run` (package): every scenario of tests/kafka_testbed/scenarios.py run once against that broker,
   then a snapshot copy of the `__consumer_offsets` segments it wrote (taken while the broker keeps
   running: segments closed by a roll and the active one).
 * `sample` (parametrized over SAMPLE_JAR_SETS): a committed sample captured from the Kafka release of a
@@ -38,8 +38,10 @@ class LiveRun:
     client_log_dir: Path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def kafka_broker() -> Iterator[KafkaBroker]:
+    """One broker for the integration tests, stopped when they end (not when the whole session does: the
+    Spark tests after them need the cores and memory)."""
     broker = KafkaBroker()
     try:
         broker.start()
@@ -48,7 +50,7 @@ def kafka_broker() -> Iterator[KafkaBroker]:
         broker.cleanup()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def live_run(kafka_broker: KafkaBroker, tmp_path_factory: pytest.TempPathFactory,
              request: pytest.FixtureRequest) -> LiveRun:
     client_log_dir = tmp_path_factory.mktemp("clients")

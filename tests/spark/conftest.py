@@ -41,7 +41,10 @@ def spark(spark_root: Path) -> Iterator[SparkSession]:
             jars_dir=str(parse_config({"sources": {"mode": "none"}}).spark.jars_dir),
             extra={
                 "spark.ui.enabled": "false",
-                "spark.driver.memory": "1536m",
+                # The incremental-run module makes ~30 nightly runs in one session: with 1.5 GiB the live
+                # set (block store, 300 retained SQL executions, Delta states) left the old generation full
+                # and the JVM in back-to-back full GCs (15 min of GC in CI, then a broadcast without heap).
+                "spark.driver.memory": "3g",
                 # tests/spark/splits.scanned_rows counts the scans of a whole history stage (generations,
                 # replay and what-if, offset events: ~100 SQL executions) from the status store, which
                 # keeps the last this many (the jobs keep 100).

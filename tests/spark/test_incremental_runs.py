@@ -182,6 +182,21 @@ def test_a_rebuild_equals_the_incremental_result(
     _assert_same_gold(six_runs, expected)
 
 
+def test_a_night_with_nothing_new_writes_no_gold_table(
+        spark: SparkSession, six_runs: Tables, full: tuple[Path, Path, Tables, dict]) -> None:
+    """A run after the last piece, with no new record or log line: the gold stages see from their inputs'
+    commit files that nothing changed and write nothing (not even an empty commit)."""
+    sample, root, expected, _ = full
+    config = _config(sample, root / "logs", root, six_runs.database, "none")
+    written = (*GOLD_TABLES, GROUP_STATE)
+    before = {spec.name: six_runs.version(spec) for spec in written}
+    ctx = run_nightly(spark, config, stages=GOLD_STAGES)
+    assert {spec.name: six_runs.version(spec) for spec in written} == before
+    assert ctx.extra["history"] == "nothing new since the last committed run"
+    assert ctx.extra["storms"] == "no generation changed"
+    _assert_same_gold(six_runs, expected)
+
+
 def test_a_run_that_dies_after_the_gold_stages_is_completed_by_the_next(
         spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> None:
     """The second of three runs dies after the storms stage (gold rows and group_state written, the run not

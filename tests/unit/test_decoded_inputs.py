@@ -69,7 +69,8 @@ def consumer_group_metadata(draw: st.DrawFn) -> Record:
                                            for _ in range(draw(st.integers(0, 4)))), None)
         members.append(m.MemberMetadata(
             member_id=draw(names), group_instance_id=draw(st.one_of(st.none(), names)), client_id=draw(names),
-            client_host="/10.0.0." + str(draw(st.integers(1, 254))), rebalance_timeout=draw(st.sampled_from([-1, 30000])),
+            client_host="/10.0.0." + str(draw(st.integers(1, 254))),
+            rebalance_timeout=draw(st.sampled_from([-1, 30000])),
             session_timeout=45000, subscription=cc.encode_subscription(sub), assignment=cc.encode_assignment(asg)))
     value = m.GroupMetadataValue("consumer", draw(st.integers(0, 100)), "range", None, -1, tuple(members))
     return Record(2, m.GroupMetadataKey(draw(names)), 3, value)
@@ -138,3 +139,28 @@ def test_every_sample_group_has_the_same_generations_from_decoded_rows(version: 
     if version == "kafka-4.3.1":
         assert {"consumer_group_metadata", "consumer_group_member_metadata",
                 "consumer_group_current_member_assignment"} <= kinds
+
+
+def test_the_generation_fold_counts_a_row_it_cannot_read_back_and_folds_the_others() -> None:
+    """A consumer_group_records row whose record_json no longer fits its layout is left out of the history
+    and counted in the fold's state row (`_unreadable`, summed into the run's summary); its neighbours fold."""
+    import pandas as pd
+
+    from jobs.history import FOLD_RECORD_COLUMNS, _fold_fn
+
+    good = [cc.encode_record(Record(3, m.GroupIdKey("g"), 0, m.ConsumerGroupMetadataValue(1, 2))),
+            cc.encode_record(Record(3, m.GroupIdKey("g"), 0, m.ConsumerGroupMetadataValue(2, 2)))]
+    rows = []
+    for offset, decoded in enumerate(_decoded(good)):
+        rows.append({**dict.fromkeys(FOLD_RECORD_COLUMNS), "cluster": "c", "group_id": "g", "partition": 0,
+                     "offset": offset * 2, "timestamp_ms": 1_700_000_000_000 + offset,
+                     "record_type": decoded["record_type"], "value_version": decoded["value_version"],
+                     "record_json": decoded["record_json"]})
+    rows.insert(1, {**rows[0], "offset": 1, "record_json": '{"group_id": "g", "value": {"epoch": 9}}'})
+    no_events = pd.DataFrame({"cluster": pd.Series([], dtype=object)})
+    out = _fold_fn({}, 48.0)(pd.DataFrame(rows, columns=list(FOLD_RECORD_COLUMNS)), no_events)
+    (state,) = [r for r in out if r["_kind"] == "state"]
+    assert state["_unreadable"] == 1
+    # The two readable epochs are in the history; the unreadable one (epoch 9) is not.
+    generations = sorted(r["generation"] for r in out if r["_kind"] == "row" and not r["_deleted"])
+    assert generations == [1, 2]
