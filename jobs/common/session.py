@@ -120,7 +120,20 @@ def build_session(config: Config) -> SparkSession:
         builder = builder.enableHiveSupport()
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    _quiet_expected_warnings(spark)
     return spark
+
+
+#: Loggers whose WARN lines come in every run and tell an operator nothing: the jobs let go of their locally
+#: checkpointed intermediates on purpose ("lineage truncated, cannot be recomputed after unpersisting"), and
+#: Delta hands the change data feed options over twice ("Converting duplicated key ...").
+_EXPECTED_WARNINGS = ("org.apache.spark.rdd.MapPartitionsRDD", "org.apache.spark.sql.util.CaseInsensitiveStringMap")
+
+
+def _quiet_expected_warnings(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    for name in _EXPECTED_WARNINGS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.ERROR)
 
 
 @contextmanager
