@@ -791,6 +791,11 @@ def fold_offset_events(
 
     releases: list[Callable[[], None]] = []
 
+    def release() -> None:
+        for let_go in releases:
+            let_go()
+        releases.clear()
+
     def nothing() -> OffsetEventChanges:
         no_rows = T.StructType([*OFFSET_EVENTS.schema.fields, T.StructField("_deleted", T.BooleanType())])
         no_state = _empty(tables, GROUP_STATE.schema).select(*GROUP_KEY, "offsets")
@@ -802,11 +807,6 @@ def fold_offset_events(
                                      for spec in inputs_read):
         return nothing()
     inputs = read_run_inputs(tables, since, versions)
-
-    def release() -> None:
-        for let_go in releases:
-            let_go()
-        releases.clear()
 
     def keep(frame: DataFrame, name: str, count: bool = False) -> DataFrame:
         """Compute an intermediate now and keep its rows: later steps read them instead of recomputing

@@ -26,7 +26,8 @@ from pyspark.sql import types as T
 from jobs.common.config import Config, LogSource, ReportConfig, SegmentSource, SourcesConfig, StormsConfig, TablesConfig
 from jobs.common.delta_io import Tables
 from jobs.nightly import STAGES, StoppedAfterStage, run_nightly
-from schemas import GROUP_METADATA, RAW_OFFSETS
+from jobs.offset_events import OffsetEventsResult, run_offset_events
+from schemas import CONSUMER_GROUP_RECORDS, COORDINATOR_EVENTS, GROUP_METADATA, OFFSET_COMMITS, RAW_OFFSETS
 from schemas.gold import GOLD_TABLES
 from schemas.state import GROUP_STATE
 from tests.spark.splits import comparable
@@ -190,6 +191,10 @@ def test_a_night_with_nothing_new_writes_no_gold_table(
     config = _config(sample, root / "logs", root, six_runs.database, "none")
     written = (*GOLD_TABLES, GROUP_STATE)
     before = {spec.name: six_runs.version(spec) for spec in written}
+    # The offset-event stage on its own sees the same from the versions the last run committed.
+    since = {spec.name: six_runs.version(spec)
+             for spec in (OFFSET_COMMITS, GROUP_METADATA, CONSUMER_GROUP_RECORDS, COORDINATOR_EVENTS)}
+    assert run_offset_events(six_runs, "direct", since) == OffsetEventsResult(0, 0, 0, 0, 0, 0, 0)
     ctx = run_nightly(spark, config, stages=GOLD_STAGES)
     assert {spec.name: six_runs.version(spec) for spec in written} == before
     assert ctx.extra["history"] == "nothing new since the last committed run"
