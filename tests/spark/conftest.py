@@ -62,9 +62,9 @@ def spark(spark_root: Path) -> Iterator[SparkSession]:
 
 def _stop_with_its_jvm(session: SparkSession) -> None:
     """Stops the session and the driver JVM under it, so that the next module's session starts a JVM of
-    its own. A JVM that ran module after module kept what some of them left in static state (the last
-    CI run on record: a broadcast without heap, 55 minutes in, with every SparkContext stopped in turn).
-    A fresh JVM costs a few seconds per module."""
+    its own: no module's heap use (static caches, classes, what a stopped SparkContext leaves) carries over
+    into the next. A fresh JVM costs a few seconds per module. (The CI failure of a broadcast without heap
+    was the incremental module's own use of a 1.5 GiB heap; see the driver memory above.)"""
     from pyspark import SparkContext
 
     session.stop()
