@@ -66,6 +66,9 @@ class LogSource:
     paths: tuple[str, ...]
     zone: str = "UTC"
     broker_id: int = -1
+    #: a source whose globs match no file is a config error, unless it comes and goes (a client that only
+    #: runs now and then): then it is a warning in the run's output
+    allow_empty: bool = False
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,36 @@ class DecodeConfig:
 
 
 @dataclass(frozen=True)
+class LogsConfig:
+    """How the logs stage treats lines it cannot take as they are.
+
+    ``max_line_bytes``: a longer line (a stack of binary garbage, a 10 MB JSON dump) is cut to this many
+    bytes and counted per file as over-long; the cut line is still classified and parsed.
+    """
+
+    max_line_bytes: int = 1_048_576
+
+    def __post_init__(self) -> None:
+        if self.max_line_bytes < 1024:
+            raise ConfigError(f"logs.max_line_bytes must be 1024 or more, found {self.max_line_bytes}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The warehouse claim that keeps two runs from appending at once (jobs/common/run_lock.py).
+
+    ``lock_stale_hours``: a claim older than this, left by a run that died without releasing it, may be
+    taken over by the next run; keep it above the longest run you expect.
+    """
+
+    lock_stale_hours: float = 12.0
+
+    def __post_init__(self) -> None:
+        if not self.lock_stale_hours > 0:
+            raise ConfigError(f"run.lock_stale_hours must be more than 0, found {self.lock_stale_hours}")
+
+
+@dataclass(frozen=True)
 class Config:
     sources: SourcesConfig = field(default_factory=SourcesConfig)
     tables: TablesConfig = field(default_factory=TablesConfig)
@@ -205,6 +238,8 @@ class Config:
     history: HistoryConfig = field(default_factory=HistoryConfig)
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    logs: LogsConfig = field(default_factory=LogsConfig)
+    run: RunConfig = field(default_factory=RunConfig)
 
 
 # Fields holding filesystem locations, resolved against the project root when relative.
