@@ -33,6 +33,7 @@ from coordinator_core.storms import StormThresholds
 from jobs.common.config import Config, load_config
 from jobs.common.delta_io import Tables
 from jobs.common.progress import log, step
+from jobs.common.run_lock import RunClaim, explain_metastore_failure
 from jobs.common.session import build_session
 from jobs.decode import (
     DecodeResult,
@@ -71,6 +72,7 @@ from schemas import (
     TableSpec,
 )
 from schemas.gold import GOLD_TABLES
+from schemas.observability import RUN_CLAIMS
 from schemas.state import GROUP_STATE
 
 # Tables never rolled back after a crash: the archive (append-only by contract; whatever a crashed run
@@ -109,6 +111,8 @@ class RunContext:
     #: recompute every gold table from the archive from an empty state (`--rebuild`, or the first run of a
     #: warehouse written before the gold stages carried state)
     rebuild: bool = False
+    #: run_claims' version before this run claimed the warehouse (its maintenance looks after it too)
+    claims_version_before: int | None = None
 
     def run_range(self) -> RunRange:
         """What is new for the gold stages: every table's rows after the versions the last committed run
@@ -214,7 +218,12 @@ def _maintenance_stage(ctx: RunContext) -> None:
     since[RAW_OFFSETS.name] = ctx.committed.raw_version_decoded
     # ingest_runs gains this run's row after the stages: its latest commit is the last run's row.
     since[INGEST_RUNS.name] = ctx.tables.version(INGEST_RUNS) - 1
-    ctx.extra["maintenance"] = run_maintenance(ctx.tables, ALL_TABLES, ctx.config.maintenance, since).format()
+    specs = ALL_TABLES
+    if ctx.claims_version_before is not None:
+        # Two commits a run (claim, release), each rewriting its one small file: vacuumed like the others.
+        specs = (*ALL_TABLES, RUN_CLAIMS)
+        since[RUN_CLAIMS.name] = ctx.claims_version_before
+    ctx.extra["maintenance"] = run_maintenance(ctx.tables, specs, ctx.config.maintenance, since).format()
 
 
 def _report_stage(ctx: RunContext) -> None:
@@ -348,7 +357,40 @@ def run_nightly(
     rebuilt the same way, once."""
     started_at = (now or dt.datetime.now(dt.timezone.utc)).replace(tzinfo=None)
     tables = Tables(spark, config.tables.database, config.tables.location)
-    tables.ensure_database()
+    open_catalog(tables, config)
+    run_id = new_run_id(started_at)
+    # Nothing is written (not even a rollback) before the warehouse is this run's alone.
+    with RunClaim(tables, run_id, "jobs.nightly", config.run.lock_stale_hours) as claim:
+        if claim.took_over:
+            log(claim.took_over)
+        ctx = _run_claimed(tables, config, run_id, started_at, stages, stop_after, rebuild, claim.version_before)
+        if claim.took_over:
+            ctx.extra["run claim"] = claim.took_over
+        return ctx
+
+
+def open_catalog(tables: Tables, config: Config) -> None:
+    """The first catalog call; a metastore held by another process is said so in one line."""
+    try:
+        tables.ensure_database()
+    except Exception as error:  # noqa: BLE001 - only Hive's failure to open the metastore is translated
+        explained = explain_metastore_failure(error, config.spark)
+        if explained is None:
+            raise
+        raise explained from error
+
+
+def _run_claimed(
+    tables: Tables,
+    config: Config,
+    run_id: str,
+    started_at: dt.datetime,
+    stages: Sequence[Stage],
+    stop_after: str | None,
+    rebuild: bool,
+    claims_version_before: int | None,
+) -> RunContext:
+    spark = tables.spark
     # group_state, and a group_metadata of an older layout, are checked against their contracts after the
     # rollback below (see there).
     old_group_metadata = group_metadata_lacks_members(tables)
@@ -381,7 +423,7 @@ def run_nightly(
         tables.replace_empty(GROUP_STATE)
         rebuild = True
     tables.ensure(GROUP_STATE)
-    ctx = RunContext(tables, config, new_run_id(started_at), started_at, committed)
+    ctx = RunContext(tables, config, run_id, started_at, committed, claims_version_before=claims_version_before)
     if committed.run_id is not None and GROUP_STATE.name not in committed.table_versions:
         log("the gold tables were written before they carried state: rebuilding them from the archive once")
         for spec in INCREMENTAL_INPUTS:

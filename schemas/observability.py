@@ -95,3 +95,29 @@ HISTORY_GAPS = TableSpec(
         ]
     ),
 )
+
+RUN_CLAIMS = TableSpec(
+    name="run_claims",
+    comment=(
+        "Who held the warehouse when: one row per claim and release, appended as a Delta application "
+        "transaction (txnAppId) that a second run's claim conflicts with, so two runs never write the "
+        "warehouse at once (jobs/common/run_lock.py). The row with the highest seq is the current state."
+    ),
+    grain=("seq",),
+    properties={"delta.appendOnly": "true"},
+    schema=T.StructType(
+        [
+            column("seq", T.LongType(), "Claim sequence number, also the Delta txnVersion of its commit.", False),
+            column("event", T.StringType(), "claimed / released.", False),
+            column("run_id", T.StringType(), "Run that claimed or released.", False),
+            column("job", T.StringType(), "Job of that run (jobs.nightly, jobs.logs).", False),
+            column("at", T.TimestampType(), "When (UTC).", False),
+            column("host", T.StringType(), "Host name of the run's driver.", False),
+            column("pid", T.LongType(), "Process id of the run's driver.", False),
+            column("pid_started", T.LongType(), "Start time of that process (Linux clock ticks since boot), "
+                   "so a reused pid is not taken for the claimant; null where unknown."),
+            column("took_over", T.StringType(), "The earlier claim this one took over, and why (a dead or "
+                   "stale run's); null otherwise."),
+        ]
+    ),
+)

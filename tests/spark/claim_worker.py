@@ -1,0 +1,68 @@
+"""A run claim taken from a process of its own (`python -m tests.spark.claim_worker ...`), as a second
+scheduled run on another driver would: its own JVM and its own in-memory catalog, the same table location.
+
+It builds its session, says it is ready (a file), waits for the test's go (another file), claims, writes
+`won <run_id>` or `refused <message>` to its output file, holds a won claim for `--hold` seconds and lets go.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from jobs.common.config import Config, SparkConfig, TablesConfig, parse_config
+from jobs.common.delta_io import Tables
+from jobs.common.run_lock import RunClaim, WarehouseClaimed
+from jobs.common.session import build_session
+
+
+def worker_config(location: str, scratch: Path) -> Config:
+    return Config(
+        tables=TablesConfig(database="claims", location=location),
+        spark=SparkConfig(
+            master="local[1]", catalog="in-memory", warehouse_dir=str(scratch / "spark-warehouse"),
+            metastore_dir="", shuffle_partitions=1, show_progress=False,
+            jars_dir=parse_config({"sources": {"mode": "none"}}).spark.jars_dir,
+            extra={"spark.ui.enabled": "false", "spark.databricks.delta.snapshotPartitions": "1"},
+        ),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--location", required=True)
+    parser.add_argument("--run-id", required=True)
+    parser.add_argument("--ready", required=True)
+    parser.add_argument("--go", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--hold", type=float, default=3.0)
+    args = parser.parse_args(argv)
+    scratch = Path(args.out).parent / f"scratch-{args.run_id}"
+    config = worker_config(args.location, scratch)
+    spark = build_session(config)
+    tables = Tables(spark, config.tables.database, config.tables.location)
+    tables.ensure_database()
+    # Warm up (Delta's and Spark's classes), so that what races is the claim, not the JVMs' start. The first
+    # round finds no run_claims table: both workers create it at once, as two first runs would.
+    spark.createDataFrame([(1,)], "x int").write.format("delta").save(str(scratch / "warm"))
+    Path(args.ready).touch()
+    while not Path(args.go).exists():
+        time.sleep(0.01)
+    claim = RunClaim(tables, args.run_id, "claim_worker", stale_hours=12)
+    try:
+        claim.claim()
+    except WarehouseClaimed as refused:
+        Path(args.out).write_text(f"refused {refused}\n")
+        spark.stop()
+        return 75
+    Path(args.out).write_text(f"won {args.run_id}\n")
+    time.sleep(args.hold)
+    claim.release()
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

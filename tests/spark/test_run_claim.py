@@ -1,0 +1,189 @@
+"""One run at a time per warehouse (jobs/common/run_lock.py): a claim held in the Delta log that a second
+run's claim conflicts with, taken over from a run that died, and Derby's one-process metastore said plainly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from jobs.common.config import Config, SparkConfig
+from jobs.common.delta_io import Tables
+from jobs.common.run_lock import (
+    APP_ID,
+    ClaimEvent,
+    RunClaim,
+    WarehouseClaimed,
+    derby_in_use,
+    explain_metastore_failure,
+    process_start_ticks,
+)
+from schemas.observability import RUN_CLAIMS
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+_databases = itertools.count()
+
+
+@pytest.fixture
+def tables(spark: SparkSession, tmp_path: Path) -> Tables:
+    t = Tables(spark, f"claims_{next(_databases)}", str(tmp_path / "tables"))
+    t.ensure_database()
+    return t
+
+
+def _append_claim(tables: Tables, event: ClaimEvent) -> None:
+    """A claim row as another run would have left it (the same write the claim does)."""
+    tables.ensure(RUN_CLAIMS)
+    claim = RunClaim(tables, event.run_id, event.job, 12)
+    claim._append(event)
+
+
+def _someone(seq: int, **changes: object) -> ClaimEvent:
+    pid = os.getpid()
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    base = ClaimEvent(seq, "claimed", "other-run", "jobs.nightly", now, socket.gethostname(), pid,
+                      process_start_ticks(pid))
+    return dataclasses.replace(base, **changes)
+
+
+def test_a_second_claim_is_refused_while_the_first_holds_and_taken_after_its_release(tables: Tables) -> None:
+    first = RunClaim(tables, "run-1", "jobs.nightly", 12)
+    first.claim()
+    with pytest.raises(WarehouseClaimed) as refused:
+        RunClaim(tables, "run-2", "jobs.nightly", 12).claim()
+    message = str(refused.value)
+    assert "run run-1 (jobs.nightly, pid" in message and "holds the warehouse" in message
+    assert "\n" not in message
+    first.release()
+    with RunClaim(tables, "run-2", "jobs.nightly", 12) as second:
+        assert second.held is not None and second.took_over is None
+    rows = [(r["seq"], r["event"], r["run_id"]) for r in tables.read(RUN_CLAIMS).orderBy("seq").collect()]
+    assert rows == [(1, "claimed", "run-1"), (2, "released", "run-1"), (3, "claimed", "run-2"),
+                    (4, "released", "run-2")]
+    # Each claim is a Delta application transaction: the table's txnVersion for APP_ID is the last seq.
+    history = tables.delta(RUN_CLAIMS).history().where("operation = 'WRITE'").count()
+    assert history == 4 and APP_ID in (tables.delta(RUN_CLAIMS).history(1).collect()[0]["userMetadata"] or "")
+
+
+def test_the_claim_of_a_process_that_died_on_this_host_is_taken_over(tables: Tables) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    _append_claim(tables, _someone(1, pid=gone.pid, pid_started=None))
+    with RunClaim(tables, "run-after", "jobs.nightly", 12) as claim:
+        assert claim.took_over is not None and "that process is gone" in claim.took_over
+    # A live process (this one) with the same start time is not taken for dead; a reused pid is.
+    _append_claim(tables, _someone(4))  # after run-after's claim (2) and release (3)
+    with pytest.raises(WarehouseClaimed):
+        RunClaim(tables, "run-refused", "jobs.nightly", 12).claim()
+    _append_claim(tables, _someone(5, pid_started=(process_start_ticks(os.getpid()) or 0) + 1))
+    with RunClaim(tables, "run-reused-pid", "jobs.nightly", 12) as claim:
+        assert "that process is gone" in (claim.took_over or "")
+
+
+def test_a_claim_from_another_host_lapses_after_the_stale_hours(tables: Tables) -> None:
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    _append_claim(tables, _someone(1, host="broker-host-7", pid=1, at=now - dt.timedelta(hours=2)))
+    with pytest.raises(WarehouseClaimed, match="lapses after run.lock_stale_hours = 3"):
+        RunClaim(tables, "too-early", "jobs.nightly", 3).claim()
+    with RunClaim(tables, "late-enough", "jobs.nightly", 1.5) as claim:
+        assert "older than run.lock_stale_hours = 1.5" in (claim.took_over or "")
+    assert tables.read(RUN_CLAIMS).where("run_id = 'late-enough' AND event = 'claimed'").collect()[0][
+        "took_over"].startswith("took over the claim of run other-run")
+
+
+def test_two_processes_claiming_one_table_location_at_once_one_wins(tmp_path: Path) -> None:
+    """Two drivers (own JVMs, own in-memory catalogs, one table location) claim within milliseconds of each
+    other, twice (the first time both also create the claims table): exactly one wins each round, the
+    other gets the one-line refusal."""
+    location = str(tmp_path / "tables")
+    for round_ in range(2):
+        go = tmp_path / f"go-{round_}"
+        workers = []
+        for i in (1, 2):
+            out, ready = tmp_path / f"out-{round_}-{i}", tmp_path / f"ready-{round_}-{i}"
+            cmd = [sys.executable, "-m", "tests.spark.claim_worker", "--location", location, "--run-id",
+                   f"r{round_}-w{i}", "--ready", str(ready), "--go", str(go), "--out", str(out), "--hold", "2"]
+            with open(tmp_path / f"log-{round_}-{i}", "w") as log:
+                workers.append((subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT), out, ready))
+        deadline = time.monotonic() + 240
+        while not all(ready.exists() for _, _, ready in workers):
+            assert time.monotonic() < deadline, "workers did not start"
+            assert all(p.poll() is None for p, _, _ in workers), [
+                (tmp_path / f"log-{round_}-{i}").read_text()[-3000:] for i in (1, 2)]
+            time.sleep(0.1)
+        go.touch()
+        codes = [p.wait(timeout=240) for p, _, _ in workers]
+        results = [out.read_text() for _, out, _ in workers]
+        won = [r for r in results if r.startswith("won ")]
+        refused = [r for r in results if r.startswith("refused ")]
+        assert len(won) == 1 and len(refused) == 1, results
+        assert sorted(codes) == [0, 75]
+        winner = won[0].split()[1]
+        assert f"run {winner} (claim_worker, pid" in refused[0] and "holds the warehouse" in refused[0]
+
+
+def test_an_embedded_derby_metastore_in_use_is_named_not_a_hive_stack(tmp_path: Path) -> None:
+    """A process that has the Derby metastore booted holds its dbex.lck; another process is told so."""
+    metastore = tmp_path / "metastore_db"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_DERBY, str(tmp_path), str(metastore)], cwd=ROOT,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "booted"
+        assert derby_in_use(str(metastore))
+        spark_config = SparkConfig(catalog="hive", metastore_dir=str(metastore))
+        hive_failure = Exception("org.apache.spark.sql.AnalysisException: java.lang.RuntimeException: Unable to "
+                                 "instantiate org.apache.hadoop.hive.ql.metadata.SessionHiveMetaStoreClient")
+        explained = explain_metastore_failure(hive_failure, spark_config)
+        assert explained is not None and f"embedded Derby metastore {metastore} is in use" in str(explained)
+        # A shared metastore is not Derby: Hive's error is not rewritten.
+        shared = dataclasses.replace(spark_config, extra={"spark.hadoop.hive.metastore.uris": "thrift://m:9083"})
+        assert explain_metastore_failure(hive_failure, shared) is None
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()  # the holder stops its session and its JVM, which lets go of the database
+        holder.wait(timeout=120)
+    assert not derby_in_use(str(metastore))
+
+
+# A driver with the embedded Derby metastore booted (the default local configuration), held until killed.
+_HOLD_DERBY = """
+import sys
+from jobs.common.config import Config, SparkConfig, TablesConfig, parse_config
+from jobs.common.session import build_session
+root, metastore = sys.argv[1], sys.argv[2]
+config = Config(tables=TablesConfig(location=root + "/tables"), spark=SparkConfig(
+    master="local[1]", catalog="hive", warehouse_dir=root + "/spark-warehouse", metastore_dir=metastore,
+    show_progress=False, jars_dir=parse_config({"sources": {"mode": "none"}}).spark.jars_dir,
+    extra={"spark.ui.enabled": "false"}))
+spark = build_session(config)
+spark.sql("SHOW DATABASES").collect()
+print("booted", flush=True)
+sys.stdin.read()
+spark.stop()
+from pyspark import SparkContext
+SparkContext._gateway.shutdown()
+SparkContext._gateway.proc.stdin.close()
+SparkContext._gateway.proc.wait(timeout=60)
+"""
+
+
+def test_config_key_for_the_stale_claim_is_checked() -> None:
+    from jobs.common.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match="run.lock_stale_hours must be more than 0"):
+        parse_config({"sources": {"mode": "none"}, "run": {"lock_stale_hours": 0}})
+    assert isinstance(parse_config({"sources": {"mode": "none"}}), Config)
