@@ -14,7 +14,18 @@ Bad input never stops the read: a batch whose CRC fails, whose records do not pa
 unknown is reported as a :class:`SegmentProblem` (file, byte position, reason) and skipped; if its size
 field itself is impossible the reader scans forward to the next batch whose header and CRC check out. A
 truncated tail (a segment still being written, or a torn copy) ends the file with a ``truncated_tail``
-notice. Only one batch is held in memory at a time.
+notice.
+
+The CRC does not cover a batch's baseOffset (nor its length, leader epoch and magic), so offsets are
+checked too, with the invariants Kafka keeps even in compacted segments (``DefaultRecordBatch``,
+``MemoryRecords.filterTo``: the cleaner removes records but keeps a v2 batch's base offset and
+lastOffsetDelta, and may keep an emptied batch as a bare header). A batch is skipped and reported when
+its offsets lie outside the segment's range (from the base offset its file name gives to the next
+segment's base offset, when the caller knows it: ``offset_out_of_range``), when its base offset is not
+above the last offset of the batch before it (``offsets_not_increasing``), or when its records' offsets
+are not strictly increasing inside [baseOffset, baseOffset + lastOffsetDelta]. To tell a batch whose
+base offset was pushed ahead from the good batch after it, a batch's records are handed out only once
+the next good batch's offsets are known: two batches are held in memory at a time.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import struct
 import zlib
 from collections.abc import Iterator
@@ -64,6 +76,15 @@ _LEGACY_V1 = struct.Struct(">Ibbq")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _CONTROL_VALUE = struct.Struct(">hi")
+#: Kafka names a segment file by its base offset in 20 digits (``LogFileUtils.filenamePrefixFromOffset``).
+_SEGMENT_FILE_NAME = re.compile(r"(\d{20})\.log")
+
+
+def segment_base_offset(path: str | os.PathLike[str]) -> int | None:
+    """The base offset a segment's file name gives (``00000000000000000071.log`` -> 71), or None when the
+    name is not a Kafka segment name."""
+    match = _SEGMENT_FILE_NAME.fullmatch(Path(path).name)
+    return int(match.group(1)) if match else None
 
 
 @fast_init
@@ -101,8 +122,11 @@ class SegmentProblem:
     """Something in a segment that could not be read: where, what, and what the reader did about it.
 
     ``kind`` is one of ``crc_mismatch``, ``corrupt_batch``, ``unsupported_compression``,
-    ``corrupt_framing`` (the size field was impossible; ``skipped_bytes`` were scanned past to the next
-    valid batch) or ``truncated_tail`` (the file ended inside a batch; reading stopped there).
+    ``offset_out_of_range`` (the batch's offsets lie outside the segment's range, or a record's outside
+    its batch's), ``offsets_not_increasing`` (the batch's base offset is not above the previous batch's
+    last offset, or its records' offsets do not increase), ``corrupt_framing`` (the size field was
+    impossible; ``skipped_bytes`` were scanned past to the next valid batch) or ``truncated_tail`` (the
+    file ended inside a batch; reading stopped there).
     """
 
     file: str
@@ -120,6 +144,20 @@ class _BatchError(Exception):
         super().__init__(message)
         self.kind = kind
         self.message = message
+
+
+#: A batch read whole: (file position, first offset, last offset, entries). A v2 batch's offsets are its
+#: header's (baseOffset, baseOffset + lastOffsetDelta), which compaction keeps; a legacy one's are its
+#: first and last message's.
+_Batch = tuple[int, int, int, list[SegmentEntry]]
+
+
+def _record_offset_error(offset_delta: int, previous_delta: int, last_offset_delta: int) -> _BatchError:
+    if offset_delta < 0:
+        return _BatchError("offset_out_of_range", f"record offset delta {offset_delta} is below the batch's base "
+                                                  f"offset (lastOffsetDelta {last_offset_delta})")
+    return _BatchError("offsets_not_increasing", f"record offset delta {offset_delta} after {previous_delta} "
+                                                 f"(lastOffsetDelta {last_offset_delta})")
 
 
 def _crc32c() -> object:
@@ -184,13 +222,20 @@ class SegmentReader:
     """
 
     def __init__(self, source: str | os.PathLike[str] | bytes | bytearray | memoryview, *,
-                 verify_crc: bool = True, name: str | None = None) -> None:
+                 verify_crc: bool = True, name: str | None = None, base_offset: int | None = None,
+                 next_base_offset: int | None = None) -> None:
         self.source = source
         self.verify_crc = verify_crc
         if isinstance(source, (bytes, bytearray, memoryview)):
             self.name = name or "<bytes>"
         else:
             self.name = name or os.fspath(source)
+            if base_offset is None:
+                base_offset = segment_base_offset(source)
+        #: Offsets of this segment lie in [base_offset, next_base_offset); None: not known (no offset is
+        #: negative, though).
+        self.base_offset = base_offset
+        self.next_base_offset = next_base_offset
         self.problems: list[SegmentProblem] = []
         self.batches_read = 0
         self.records_read = 0
@@ -203,15 +248,62 @@ class SegmentReader:
 
     def __iter__(self) -> Iterator[SegmentEntry]:
         if isinstance(self.source, (bytes, bytearray, memoryview)):
-            yield from self._read(io.BytesIO(bytes(self.source)), len(self.source))
+            yield from self._in_sequence(self._read(io.BytesIO(bytes(self.source)), len(self.source)))
         else:
             path = Path(self.source)
             with path.open("rb") as f:
-                yield from self._read(f, path.stat().st_size)
+                yield from self._in_sequence(self._read(f, path.stat().st_size))
+
+    # -- offsets --------------------------------------------------------------------------------
+
+    def _segment_range(self) -> str:
+        low = self.base_offset if self.base_offset is not None else 0
+        return f"[{low}, {self.next_base_offset})" if self.next_base_offset is not None else f"[{low}, ...)"
+
+    def _in_sequence(self, batches: Iterator[_Batch]) -> Iterator[SegmentEntry]:
+        """The entries of the batches whose offsets fit the segment and follow on from the batch before.
+
+        A batch is held back until the next good batch shows whether it fits: when a batch's offsets run
+        into the next one's while the next one follows on from the batches before it, the held batch is
+        the one out of place (its base offset was pushed ahead; the CRC does not cover it), not the next.
+        A batch that fits exactly after the previous one is kept, and the next one is reported instead.
+        """
+        low = self.base_offset if self.base_offset is not None else 0
+        high = self.next_base_offset
+        accepted_last = low - 1  # last offset of the batches handed out so far
+        held: _Batch | None = None
+        for batch in batches:
+            position, first, last, entries = batch
+            if first < low or (high is not None and last >= high):
+                self._problem(position, "offset_out_of_range",
+                              f"batch offsets {first}..{last} lie outside the segment's range {self._segment_range()}")
+                continue
+            if held is not None:
+                held_position, held_first, held_last, held_entries = held
+                if first > held_last:
+                    self.batches_read += 1
+                    self.records_read += len(held_entries)
+                    yield from held_entries
+                    accepted_last = held_last
+                elif first > accepted_last and held_first != accepted_last + 1:
+                    self._problem(held_position, "offsets_not_increasing",
+                                  f"batch offsets {held_first}..{held_last} run past the base offset {first} of the "
+                                  f"next batch (byte {position}), which follows on from offset {accepted_last}: "
+                                  f"this batch's base offset is out of sequence")
+                else:
+                    self._problem(position, "offsets_not_increasing",
+                                  f"base offset {first} (batch offsets {first}..{last}) is not above the last offset "
+                                  f"{held_last} of the previous batch (byte {held_position})")
+                    continue
+            held = batch
+        if held is not None:
+            self.batches_read += 1
+            self.records_read += len(held[3])
+            yield from held[3]
 
     # -- framing --------------------------------------------------------------------------------
 
-    def _read(self, f: BinaryIO, size: int) -> Iterator[SegmentEntry]:
+    def _read(self, f: BinaryIO, size: int) -> Iterator[_Batch]:
         pos = 0
         while True:
             remaining = size - pos
@@ -245,7 +337,7 @@ class SegmentReader:
             batch = f.read(LOG_OVERHEAD + batch_size)
             self.bytes_read += len(batch)
             try:
-                entries = self._v2(batch, pos) if magic == 2 else self._legacy(batch, pos, magic)
+                first, last, entries = self._v2(batch, pos) if magic == 2 else self._legacy(batch, pos, magic)
             except _BatchError as e:
                 self._problem(pos, e.kind, e.message)
             except (IndexError, struct.error, ValueError, EOFError, OSError, zlib.error) as e:
@@ -253,9 +345,7 @@ class SegmentReader:
             except Exception as e:  # noqa: BLE001 - codec libraries raise their own types
                 self._problem(pos, "corrupt_batch", f"{type(e).__name__}: {e}")
             else:
-                self.batches_read += 1
-                self.records_read += len(entries)
-                yield from entries
+                yield pos, first, last, entries
             pos = end
 
     def _resync(self, f: BinaryIO, start: int, size: int) -> int:
@@ -287,7 +377,7 @@ class SegmentReader:
 
     # -- RecordBatch v2 -------------------------------------------------------------------------
 
-    def _v2(self, batch: bytes, file_pos: int) -> list[SegmentEntry]:
+    def _v2(self, batch: bytes, file_pos: int) -> tuple[int, int, list[SegmentEntry]]:
         if len(batch) < V2_HEADER_SIZE:
             raise _BatchError("corrupt_batch", f"v2 batch of {len(batch)} bytes is shorter than its 61-byte header")
         (base_offset, _size, leader_epoch, _magic, crc, attributes, last_offset_delta, base_ts, max_ts,
@@ -302,12 +392,15 @@ class SegmentReader:
         control = bool(attributes & 0x20)
         if count < 0:
             raise _BatchError("corrupt_batch", f"negative record count {count}")
+        if last_offset_delta < 0:
+            raise _BatchError("offset_out_of_range", f"negative lastOffsetDelta {last_offset_delta}")
         body = batch[V2_HEADER_SIZE:] if codec == 0 else _decompress(codec, batch[V2_HEADER_SIZE:], 2)
         last_offset = base_offset + last_offset_delta
         compression = COMPRESSION.get(codec, str(codec))
         out: list[SegmentEntry] = []
         pos = 0
         n = len(body)
+        previous_delta = -1
         for _ in range(count):
             length, pos = _varint(body, pos)
             start = pos
@@ -316,6 +409,9 @@ class SegmentReader:
             pos += 1  # record attributes (unused)
             ts_delta, pos = _varint(body, pos)
             offset_delta, pos = _varint(body, pos)
+            if offset_delta <= previous_delta:
+                raise _record_offset_error(offset_delta, previous_delta, last_offset_delta)
+            previous_delta = offset_delta
             klen, pos = _varint(body, pos)
             key: bytes | None = None
             if klen >= 0:
@@ -354,7 +450,11 @@ class SegmentReader:
             ))
         if pos != n:
             raise _BatchError("corrupt_batch", f"{n - pos} byte(s) left after {count} record(s)")
-        return out
+        if previous_delta > last_offset_delta:
+            # Compaction may leave the last record's delta below lastOffsetDelta, never above it.
+            raise _BatchError("offset_out_of_range", f"record offset delta {previous_delta} is past the batch's "
+                                                     f"lastOffsetDelta {last_offset_delta}")
+        return base_offset, last_offset, out
 
     # -- legacy message sets (magic 0 and 1) ----------------------------------------------------
 
@@ -394,7 +494,7 @@ class SegmentReader:
             raise _BatchError("corrupt_batch", f"legacy message sizes do not add up ({len(msg) - pos} byte(s) off)")
         return magic, attributes, ts, key, value
 
-    def _legacy(self, batch: bytes, file_pos: int, magic: int) -> list[SegmentEntry]:
+    def _legacy(self, batch: bytes, file_pos: int, magic: int) -> tuple[int, int, list[SegmentEntry]]:
         wrapper_offset = _HDR.unpack_from(batch, 0)[0]
         magic, attributes, ts, key, value = self._legacy_message(batch[LOG_OVERHEAD:], wrapper_offset)
         codec = attributes & 0x07
@@ -406,7 +506,7 @@ class SegmentReader:
                                 file_pos)
 
         if codec == 0:
-            return [entry(wrapper_offset, ts, ts_type, key, value, magic)]
+            return wrapper_offset, wrapper_offset, [entry(wrapper_offset, ts, ts_type, key, value, magic)]
         if value is None:
             raise _BatchError("corrupt_batch", "compressed wrapper message without a value")
         inner = _decompress(codec, value, magic)
@@ -426,12 +526,18 @@ class SegmentReader:
             raise _BatchError("corrupt_batch", f"{len(inner) - pos} stray byte(s) after the inner messages")
         out: list[SegmentEntry] = []
         last_relative = parsed[-1][0] if parsed else 0
+        previous = -1
         for inner_offset, imagic, its, ikey, ivalue, _iattr in parsed:
             if magic == 1 and wrapper_offset != 0:
                 # Magic 1: inner offsets are relative; the wrapper carries the offset of the last one.
                 absolute = wrapper_offset - last_relative + inner_offset
             else:
                 absolute = inner_offset
+            if absolute <= previous:
+                raise _BatchError("offsets_not_increasing" if absolute >= 0 else "offset_out_of_range",
+                                  f"inner message offset {absolute} after {previous} in the wrapper at offset "
+                                  f"{wrapper_offset}")
+            previous = absolute
             if magic == 0:
                 t, t_type = -1, NO_TIMESTAMP_TYPE
             elif ts_type == LOG_APPEND_TIME:
@@ -439,17 +545,30 @@ class SegmentReader:
             else:
                 t, t_type = its, CREATE_TIME
             out.append(entry(absolute, t, t_type, ikey, ivalue, imagic))
-        return out
+        if not out:
+            return wrapper_offset, wrapper_offset, out
+        return out[0].offset, out[-1].offset, out
 
 
 def read_segment(path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryview, *,
-                 verify_crc: bool = True) -> SegmentReader:
+                 verify_crc: bool = True, base_offset: int | None = None,
+                 next_base_offset: int | None = None) -> SegmentReader:
     """Entries of one `.log` segment file (or its bytes), in file order.
 
     Returns a :class:`SegmentReader`: iterate it for :class:`SegmentEntry` objects; afterwards its
     ``problems`` list holds every corrupt batch or truncated tail met, with file and byte position.
+
+    Args:
+        path_or_bytes: The segment file, or its bytes.
+        verify_crc: Check each batch's CRC.
+        base_offset: The segment's base offset: no batch may hold a lower offset. A file's name gives it
+            (``00000000000000000071.log``); for bytes, pass it here if known.
+        next_base_offset: The base offset of the partition's next segment, if known: every offset of this
+            segment is below it. Without it a batch pushed ahead is still found when a later batch of the
+            same segment follows on from the batches before it, but not when it is the segment's last.
     """
-    return SegmentReader(path_or_bytes, verify_crc=verify_crc)
+    return SegmentReader(path_or_bytes, verify_crc=verify_crc, base_offset=base_offset,
+                         next_base_offset=next_base_offset)
 
 
-__all__ = ["SegmentEntry", "SegmentProblem", "SegmentReader", "read_segment", "DecodeError"]
+__all__ = ["SegmentEntry", "SegmentProblem", "SegmentReader", "read_segment", "segment_base_offset", "DecodeError"]

@@ -23,16 +23,23 @@ h = bytes.fromhex
 
 
 def v2_batch(base_offset: int, records: list[tuple[bytes | None, bytes | None]], *, attributes: int = 0,
-             producer_id: int = -1, producer_epoch: int = -1, base_ts: int = 1000, max_ts: int = 1000) -> bytes:
-    """A RecordBatch v2 laid out as DefaultRecordBatch documents it (uncompressed)."""
+             producer_id: int = -1, producer_epoch: int = -1, base_ts: int = 1000, max_ts: int = 1000,
+             offset_deltas: list[int] | None = None, last_offset_delta: int | None = None) -> bytes:
+    """A RecordBatch v2 laid out as DefaultRecordBatch documents it (uncompressed).
+
+    `offset_deltas` (default 0, 1, ...) and `last_offset_delta` (default the last record's delta) make the
+    batches the log cleaner leaves: records removed, the original lastOffsetDelta kept."""
+    deltas = list(range(len(records))) if offset_deltas is None else offset_deltas
+    if last_offset_delta is None:
+        last_offset_delta = deltas[-1] if deltas else 0
     body = b""
-    for i, (key, value) in enumerate(records):
-        rec = b"\x00" + write_varlong(0) + write_varint(i)
+    for delta, (key, value) in zip(deltas, records, strict=True):
+        rec = b"\x00" + write_varlong(0) + write_varint(delta)
         rec += write_varint(-1) if key is None else write_varint(len(key)) + key
         rec += write_varint(-1) if value is None else write_varint(len(value)) + value
         rec += write_varint(0)
         body += write_varint(len(rec)) + rec
-    after_crc = struct.pack(">hiqqqhii", attributes, len(records) - 1, base_ts, max_ts, producer_id,
+    after_crc = struct.pack(">hiqqqhii", attributes, last_offset_delta, base_ts, max_ts, producer_id,
                             producer_epoch, -1, len(records)) + body
     crc = crc32c.crc32c(after_crc)
     head = struct.pack(">qiib", base_offset, 4 + 1 + 4 + len(after_crc), 0, 2) + struct.pack(">I", crc)
@@ -197,3 +204,147 @@ def test_mixed_magics_in_one_segment() -> None:
     lb.append(0, timestamp=1, key=b"a", value=b"1")
     segment = bytes(lb.build()) + v2_batch(1, [(b"b", b"2")])
     assert [(e.offset, e.magic) for e in cc.read_segment(segment)] == [(0, 1), (1, 2)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Offset sanity beyond the CRC (issue #20): Kafka's CRC-32C covers a v2 batch from its attributes on, so a
+# batch's baseOffset can be altered without the CRC noticing. Offsets inside a segment must increase and
+# stay within [the segment's base offset (its file name), the next segment's base offset).
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+#: A real segment of the 3.9.1 sample; its second batch (byte 434) holds offsets 1..12, the next segment
+#: of the partition starts at offset 71.
+SAMPLE_SEGMENT = SAMPLES / "kafka-3.9.1" / "__consumer_offsets-0" / "00000000000000000000.log"
+ALTERED_POSITION = 434
+NEXT_SEGMENT_BASE = 71
+
+
+def _altered_copy(tmp_path: Path, base_offset: int = 1_000_000) -> Path:
+    """A copy of SAMPLE_SEGMENT, same file name, whose batch at ALTERED_POSITION claims `base_offset`.
+    Nothing is recomputed: the CRC does not cover baseOffset and stays valid."""
+    data = bytearray(SAMPLE_SEGMENT.read_bytes())
+    assert struct.unpack_from(">q", data, ALTERED_POSITION)[0] == 1
+    struct.pack_into(">q", data, ALTERED_POSITION, base_offset)
+    path = tmp_path / "__consumer_offsets-0" / SAMPLE_SEGMENT.name
+    path.parent.mkdir(parents=True)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _offsets(reader: cc.SegmentReader) -> list[int]:
+    return [e.offset for e in reader]
+
+
+@pytest.mark.parametrize("next_base_offset,kind", [
+    (NEXT_SEGMENT_BASE, "offset_out_of_range"),  # the ingest knows the next segment of the partition
+    (None, "offsets_not_increasing"),  # the last segment of a partition: the next batch gives it away
+])
+def test_altered_base_offset_in_a_real_segment_is_quarantined(
+        tmp_path: Path, next_base_offset: int | None, kind: str) -> None:
+    expected = [o for o in _offsets(cc.read_segment(SAMPLE_SEGMENT)) if not 1 <= o <= 12]
+    path = _altered_copy(tmp_path)
+    reader = cc.read_segment(path, next_base_offset=next_base_offset)
+    assert _offsets(reader) == expected
+    [problem] = reader.problems
+    assert (problem.file, problem.position, problem.kind) == (str(path), ALTERED_POSITION, kind)
+    assert "1000000" in problem.message and "1000011" in problem.message
+
+
+def test_altered_first_batch_of_bytes_is_quarantined() -> None:
+    # The tester's case: offsets 1..6 archived as 1000001..1000006. Read as bytes with no segment range.
+    segment = v2_batch(0, [(b"k", b"v")]) + v2_batch(1000001, [(b"k", b"v")] * 6) + v2_batch(7, [(b"k", b"v")])
+    reader = cc.read_segment(segment)
+    assert _offsets(reader) == [0, 7]
+    [problem] = reader.problems
+    assert (problem.position, problem.kind) == (len(v2_batch(0, [(b"k", b"v")])), "offsets_not_increasing")
+    # Read alone it cannot be told from a real batch, but with its segment's range it can.
+    reader = cc.read_segment(v2_batch(1000001, [(b"k", b"v")] * 6), base_offset=0, next_base_offset=7)
+    assert _offsets(reader) == [] and [p.kind for p in reader.problems] == ["offset_out_of_range"]
+    assert "1000001..1000006" in reader.problems[0].message and "[0, 7)" in reader.problems[0].message
+
+
+def test_a_batch_whose_offsets_go_backwards_is_quarantined() -> None:
+    first, second = v2_batch(0, [(b"a", b"1"), (b"b", b"2")]), v2_batch(2, [(b"c", b"3")] * 3)
+    backwards = v2_batch(3, [(b"d", b"4")])  # 3 is not above the previous batch's last offset 4
+    segment = first + second + backwards + v2_batch(5, [(b"e", b"5")])
+    reader = cc.read_segment(segment)
+    assert _offsets(reader) == [0, 1, 2, 3, 4, 5]
+    [problem] = reader.problems
+    assert (problem.position, problem.kind) == (len(first + second), "offsets_not_increasing")
+    assert "3" in problem.message and "4" in problem.message
+
+
+def test_batches_outside_the_segment_range_are_quarantined(tmp_path: Path) -> None:
+    # Below the base offset the file name gives, and at or past the next segment's base offset.
+    path = tmp_path / "00000000000000000100.log"
+    below, inside = v2_batch(90, [(b"k", b"v")]), v2_batch(100, [(b"k", b"v")] * 3)
+    past = v2_batch(103, [(b"k", b"v")] * 2)
+    path.write_bytes(below + inside + past)
+    reader = cc.read_segment(path, next_base_offset=104)
+    assert _offsets(reader) == [100, 101, 102]
+    assert [(p.position, p.kind) for p in reader.problems] == [
+        (0, "offset_out_of_range"), (len(below + inside), "offset_out_of_range")]
+    assert "[100, 104)" in reader.problems[1].message and "103..104" in reader.problems[1].message
+    # Bytes have no file name: the base offset is a keyword.
+    reader = cc.read_segment(below + inside, base_offset=100)
+    assert _offsets(reader) == [100, 101, 102] and [p.position for p in reader.problems] == [0]
+
+
+def test_record_offset_deltas_must_increase_within_the_batch_range() -> None:
+    records = [(b"a", b"1"), (b"b", b"2"), (b"c", b"3")]
+    for deltas, kind in (([0, 2, 1], "offsets_not_increasing"), ([0, 1, 1], "offsets_not_increasing"),
+                         ([0, 1, 3], "offset_out_of_range"), ([-1, 0, 1], "offset_out_of_range")):
+        reader = cc.read_segment(v2_batch(10, records, offset_deltas=deltas, last_offset_delta=2)
+                                 + v2_batch(13, records[:1]))
+        assert _offsets(reader) == [13], deltas
+        assert [(p.position, p.kind) for p in reader.problems] == [(0, kind)], deltas
+        assert "lastOffsetDelta 2" in reader.problems[0].message, deltas
+
+
+def test_compacted_batches_keep_their_last_offset_delta_and_read_cleanly() -> None:
+    # What the log cleaner leaves (MemoryRecords.filterTo): a v2 batch keeps its base offset and its
+    # lastOffsetDelta when records are removed, and an emptied batch may stay as a header with no records.
+    compacted = v2_batch(10, [(b"a", b"1"), (b"c", b"3")], offset_deltas=[1, 3], last_offset_delta=5)
+    emptied = v2_batch(16, [], last_offset_delta=4)
+    reader = cc.read_segment(compacted + emptied + v2_batch(21, [(b"d", b"4")]), base_offset=0, next_base_offset=22)
+    assert _offsets(reader) == [11, 13, 21]
+    assert reader.problems == []
+    # The emptied batch still holds offsets 16..20: a batch at 19 after it does not increase.
+    reader = cc.read_segment(compacted + emptied + v2_batch(19, [(b"d", b"4")]))
+    assert _offsets(reader) == [11, 13]
+    assert [(p.position, p.kind) for p in reader.problems] == [(len(compacted + emptied), "offsets_not_increasing")]
+
+
+def test_legacy_messages_going_backwards_are_quarantined() -> None:
+    def message(offset: int) -> bytes:
+        lb = LegacyRecordBatchBuilder(magic=1, compression_type=0, batch_size=1 << 20)
+        lb.append(0, timestamp=1, key=b"k", value=b"v")
+        raw = bytearray(lb.build())
+        struct.pack_into(">q", raw, 0, offset)
+        return bytes(raw)
+
+    reader = cc.read_segment(message(5) + message(6) + message(6) + message(7), base_offset=5)
+    assert _offsets(reader) == [5, 6, 7]
+    assert [(p.position, p.kind) for p in reader.problems] == [(2 * len(message(5)), "offsets_not_increasing")]
+    reader = cc.read_segment(message(4) + message(5), base_offset=5)
+    assert _offsets(reader) == [5] and [p.kind for p in reader.problems] == ["offset_out_of_range"]
+
+
+def _sample_segments() -> list[tuple[Path, int | None]]:
+    """Every sample segment with the next segment's base offset in its partition (None for the last)."""
+    out: list[tuple[Path, int | None]] = []
+    for partition in sorted(SAMPLES.glob("kafka-*/__consumer_offsets-*")):
+        files = sorted(partition.glob("*.log"))
+        bases = [int(f.name[:-4]) for f in files]
+        out += [(f, bases[i + 1] if i + 1 < len(files) else None) for i, f in enumerate(files)]
+    return out
+
+
+def test_every_real_sample_segment_reads_without_problems() -> None:
+    segments = _sample_segments()
+    assert len({p.parts[-3] for p, _ in segments}) >= 2  # segments of each captured Kafka version
+    for path, next_base_offset in segments:
+        checked = cc.read_segment(path, next_base_offset=next_base_offset)
+        unchecked = cc.read_segment(path.read_bytes())
+        assert [(e.offset, e.key, e.value) for e in checked] == [(e.offset, e.key, e.value) for e in unchecked]
+        assert checked.problems == [] and unchecked.problems == [], path
