@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from coordinator_core.storms import StormThresholds
-from jobs.common.config import Config, load_config
+from jobs.common.config import Config, load_job_config
 from jobs.common.delta_io import Tables
 from jobs.common.progress import log, step
 from jobs.common.run_lock import RunClaim, explain_metastore_failure
@@ -516,8 +516,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rebuild", action="store_true",
         help="recompute every gold table from the whole archive from an empty state (after a logic change)",
     )
+    parser.add_argument("--debug", action="store_true", help="on a configuration error, print the traceback too")
     args = parser.parse_args(list(argv) if argv is not None else None)
-    config = load_config(args.conf)
+    config = load_job_config(args.conf, debug=args.debug)
     spark = build_session(config)
     try:
         ctx = run_nightly(spark, config, stop_after=args.stop_after, rebuild=args.rebuild)

@@ -372,7 +372,7 @@ def write_fleet(tables: Any, spec: FleetSpec, records: int, append: bool, run_id
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.common.config import load_config
+    from jobs.common.config import load_job_config
     from jobs.common.delta_io import Tables
     from jobs.common.session import build_session
 
@@ -385,8 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-spacing-ms", type=int, default=FleetSpec.record_spacing_ms,
                         help="mean data time per record of a partition (0: the original 1-40 ms per event)")
     parser.add_argument("--append", action="store_true", help="continue after the archived offsets")
+    parser.add_argument("--debug", action="store_true", help="on a configuration error, print the traceback too")
     args = parser.parse_args(argv)
-    config = load_config(args.conf)
+    config = load_job_config(args.conf, debug=args.debug)
     spark = build_session(config)
     tables = Tables(spark, config.tables.database, config.tables.location)
     spec = FleetSpec(cluster=args.cluster, groups=args.groups, seed=args.seed,

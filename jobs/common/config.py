@@ -1,29 +1,46 @@
 """Typed, strict configuration read from TOML with the standard library.
 
 Unknown keys are an error that names the key; a wrong type is an error that names the key and the type
-expected. Relative paths are resolved against the project root (the parent of the config file's
-directory), so `conf/local.toml` works from any working directory. Secrets never live here: Kafka
-security options come from environment variables (see `KafkaSource.options_env_prefix`).
+expected; a value out of range (a threshold, a time zone) is an error that names the key and the value.
+Relative paths are resolved against the project root (the parent of the config file's directory), so
+`conf/local.toml` works from any working directory. Secrets never live here: Kafka security options come
+from environment variables (see `KafkaSource.options_env_prefix`).
+
+Every error is one line: `conf/x.toml: storms.min_rebalances must be 2 or more, found -5`. Parsing checks
+values only, so tests can build configs naming paths that do not exist; the jobs load their file with
+`load_job_config`, which also checks that the inputs are there (`check_config_paths`) before Spark starts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import glob
+import math
 import os
+import sys
+import traceback
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfoNotFoundError
 
 import tomllib
+
+from coordinator_core.logs.envelope import zone_of
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = PROJECT_ROOT / "conf" / "local.toml"
 
 
 class ConfigError(ValueError):
-    """A configuration file that does not match the expected shape."""
+    """A configuration file that does not match the expected shape. The message is one line."""
+
+
+def _number_above(value: float, bound: float) -> bool:
+    """`value > bound` for a duration: NaN and infinity (both valid TOML floats) are not durations."""
+    return math.isfinite(value) and value > bound
 
 
 @dataclass(frozen=True)
@@ -89,6 +106,24 @@ class StormsConfig:
     flapping_min_rejoins: int = 3
     lockstep_seconds: float = 120.0
     lockstep_min_groups: int = 3
+
+    def __post_init__(self) -> None:
+        # The bounds are the rules' own (coordinator_core/storms.py): a storm of 1 rebalance, a member
+        # "flapping" when it joins once or a lock-step wave of 1 group would make every rebalance, member
+        # or storm one; StormThresholds itself refuses a quiet period of 0 (each rebalance its own run).
+        if self.min_rebalances < 2:
+            raise ConfigError(f"storms.min_rebalances must be 2 or more, found {self.min_rebalances}")
+        if not _number_above(self.window_minutes, 0):
+            raise ConfigError(f"storms.window_minutes must be more than 0, found {self.window_minutes}")
+        if not _number_above(self.quiet_minutes, 0):
+            raise ConfigError(f"storms.quiet_minutes must be more than 0, found {self.quiet_minutes}")
+        if self.flapping_min_rejoins < 2:
+            raise ConfigError(
+                f"storms.flapping_min_rejoins must be 2 or more, found {self.flapping_min_rejoins}")
+        if not _number_above(self.lockstep_seconds, 0):
+            raise ConfigError(f"storms.lockstep_seconds must be more than 0, found {self.lockstep_seconds}")
+        if self.lockstep_min_groups < 2:
+            raise ConfigError(f"storms.lockstep_min_groups must be 2 or more, found {self.lockstep_min_groups}")
 
 
 @dataclass(frozen=True)
@@ -166,6 +201,10 @@ class ReportConfig:
     path: str = "warehouse/report/rebalance-audit.html"
     groups_shown: int = 8
 
+    def __post_init__(self) -> None:
+        if self.groups_shown < 1:
+            raise ConfigError(f"report.groups_shown must be 1 or more, found {self.groups_shown}")
+
 
 @dataclass(frozen=True)
 class TablesConfig:
@@ -191,11 +230,19 @@ class SparkConfig:
     show_progress: bool = True
     extra: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.shuffle_partitions < 1:
+            raise ConfigError(f"spark.shuffle_partitions must be 1 or more, found {self.shuffle_partitions}")
+
 
 @dataclass(frozen=True)
 class DecodeConfig:
     # Records per Arrow batch handed to coordinator_core.decode_batch.
     arrow_batch_size: int = 20000
+
+    def __post_init__(self) -> None:
+        if self.arrow_batch_size < 1:
+            raise ConfigError(f"decode.arrow_batch_size must be 1 or more, found {self.arrow_batch_size}")
 
 
 @dataclass(frozen=True)
@@ -333,19 +380,113 @@ def _build(cls: Any, data: dict[str, Any], where: str, root: Path) -> Any:
     return obj
 
 
-def parse_config(data: dict[str, Any], root: Path = PROJECT_ROOT) -> Config:
-    """Build a `Config` from already-parsed TOML data (tests use this with inline dicts)."""
+def _check_sources(sources: SourcesConfig) -> None:
+    """Values of the `[[sources.*]]` entries (their keys carry the entry's index, hence not __post_init__)."""
+    for i, kafka in enumerate(sources.kafka):
+        if kafka.max_records_per_partition < 0:
+            raise ConfigError(f"sources.kafka[{i}].max_records_per_partition must be 0 (no cap) or more, "
+                              f"found {kafka.max_records_per_partition} (cluster {kafka.cluster})")
+    for i, log in enumerate(sources.logs):
+        where = f"(cluster {log.cluster}, source {log.source})"
+        try:
+            zone_of(log.zone)  # what the log reader will use: UTC (any case) or an IANA name
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a tzdata directory such as "America"
+            raise ConfigError(f"sources.logs[{i}].zone must be an IANA time zone such as UTC or Europe/Berlin, "
+                              f"found {log.zone!r} {where}") from None
+        if log.broker_id < -1:
+            raise ConfigError(
+                f"sources.logs[{i}].broker_id must be -1 (a client log) or more, found {log.broker_id} {where}")
+
+
+def check_config_paths(config: Config) -> list[str]:
+    """Check that the configured inputs are there; returns warnings, raises ConfigError for the first error.
+
+    Each log source's globs must match a file (a typo would otherwise read nothing, night after night),
+    unless the source has `allow_empty = true`: then it is a warning. The segments directory must exist
+    when segments are read, and with `cluster = "*"` hold a subdirectory (one per cluster). Paths with
+    `://` are object-store URIs: they cannot be listed from here without the cluster's filesystem
+    libraries and credentials, so they are left to the job to read.
+    """
+    warnings: list[str] = []
+    for i, log in enumerate(config.sources.logs):
+        local = [pattern for pattern in log.paths if "://" not in pattern]
+        if len(local) < len(log.paths):
+            continue  # an object-store source (see above): not listed here
+        # As jobs/logs.py lists them: files only, a directory matched by a glob is no log file.
+        if any(os.path.isfile(path) for pattern in local for path in glob.glob(pattern)):
+            continue
+        problem = (f"sources.logs[{i}].paths (cluster {log.cluster}, source {log.source}) match no file: "
+                   f"{list(log.paths)}")
+        if not log.allow_empty:
+            raise ConfigError(f"{problem} (allow_empty = true accepts a source whose files come and go)")
+        warnings.append(f"{problem} (allowed: allow_empty = true)")
+    if config.sources.mode == "segments":
+        for i, segments in enumerate(config.sources.segments):
+            key = f"sources.segments[{i}].path (cluster {segments.cluster})"
+            if "://" in segments.path:
+                continue  # an object-store URI (see above)
+            if not os.path.isdir(segments.path):
+                found = "not a directory" if os.path.exists(segments.path) else "no such directory"
+                raise ConfigError(f"{key} must be a directory, found {segments.path!r} ({found})")
+            if segments.cluster == "*" and not any(entry.is_dir() for entry in os.scandir(segments.path)):
+                raise ConfigError(f"{key} must hold one subdirectory per cluster, found none in {segments.path!r}")
+    return warnings
+
+
+def parse_config(data: dict[str, Any], root: Path = PROJECT_ROOT, *, check_paths: bool = False) -> Config:
+    """Build a `Config` from already-parsed TOML data (tests use this with inline dicts).
+
+    Values are always checked; the paths (`check_config_paths`) only with `check_paths`, whose warnings are
+    printed on stderr.
+    """
     config: Config = _build(Config, data, "", root)
     if config.sources.mode == "segments" and not config.sources.segments:
         raise ConfigError("sources.mode = 'segments' needs at least one [[sources.segments]] entry")
     if config.sources.mode == "kafka" and not config.sources.kafka:
         raise ConfigError("sources.mode = 'kafka' needs at least one [[sources.kafka]] entry")
+    _check_sources(config.sources)
+    if check_paths:
+        for warning in check_config_paths(config):
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
     return config
 
 
-def load_config(path: str | os.PathLike[str] | None = None) -> Config:
-    """Read and validate a TOML configuration file (default: conf/local.toml)."""
+def load_config(path: str | os.PathLike[str] | None = None, *, check_paths: bool = False) -> Config:
+    """Read and validate a TOML configuration file (default: conf/local.toml).
+
+    Every error, a TOML syntax error or a missing file included, is a ConfigError whose message starts with
+    the file's name. `check_paths`: also check the inputs are there (see `check_config_paths`); off by
+    default, so a config written for another machine (conf/cluster.example.toml) can still be read here.
+    """
     config_path = Path(path) if path else DEFAULT_CONFIG
-    with open(config_path, "rb") as fh:
-        data = tomllib.load(fh)
-    return parse_config(data, root=config_path.resolve().parent.parent)
+    try:
+        with open(config_path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{config_path}: no such file") from None
+    except OSError as error:
+        raise ConfigError(f"{config_path}: cannot be read: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{config_path}: not valid TOML: {error}") from None
+    root = config_path.resolve().parent.parent
+    try:
+        config = parse_config(data, root=root)
+        warnings = check_config_paths(config) if check_paths else []
+    except ConfigError as error:
+        raise ConfigError(f"{config_path}: {error}") from error
+    for warning in warnings:
+        print(f"warning: {config_path}: {warning}", file=sys.stderr, flush=True)
+    return config
+
+
+def load_job_config(path: str | os.PathLike[str] | None, *, debug: bool = False) -> Config:
+    """`load_config` for a job's `main`, before it starts Spark: paths checked, and a config error ends the
+    process with one line on stderr (`error: <message>`) and status 2, as argparse does for a bad command
+    line. With `debug` the traceback is printed first."""
+    try:
+        return load_config(path, check_paths=True)
+    except ConfigError as error:
+        if debug:
+            traceback.print_exc()
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None

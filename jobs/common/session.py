@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from jobs.common.config import Config, SparkConfig, load_config
+from jobs.common.config import Config, SparkConfig, load_job_config
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -166,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conf", default=None, help="TOML configuration (default conf/local.toml)")
     parser.add_argument("--spark-sql-args", action="store_true", help="print spark-sql arguments, NUL-separated")
+    parser.add_argument("--debug", action="store_true", help="on a configuration error, print the traceback too")
     args = parser.parse_args(argv)
-    config = load_config(args.conf)
+    config = load_job_config(args.conf, debug=args.debug)
     if args.spark_sql_args:
         sys.stdout.write("\0".join(spark_sql_args(config)))
         return 0
