@@ -26,6 +26,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.window import Window
 
 from jobs.common.boundary import READ_ERROR, READ_ERROR_POSITION, read_segment_files
 from jobs.common.config import KafkaSource, SegmentSource
@@ -34,6 +35,8 @@ from jobs.common.progress import log, step
 from schemas import HISTORY_GAPS, RAW_OFFSETS
 
 SEGMENT_PATH_PATTERN = r"__consumer_offsets-(\d+)/[^/]+\.log$"
+#: Kafka names a segment file by its base offset in 20 digits (LogFileUtils.filenamePrefixFromOffset).
+SEGMENT_BASE_OFFSET_PATTERN = r"/(\d{20})\.log$"
 POSITION = ["cluster", "partition"]
 
 
@@ -66,6 +69,28 @@ def list_segment_files(spark: SparkSession, sources: Sequence[SegmentSource]) ->
             if match:
                 rows.append((_cluster_of(source, root.toUri().getPath(), uri), int(match.group(1)), uri))
     return spark.createDataFrame(sorted(rows), "cluster string, partition int, path string")
+
+
+def next_segment_base_offsets(segment_files: DataFrame) -> DataFrame:
+    """(cluster, partition, path) -> the same with `next_base_offset`: the base offset of the next segment
+    file of the same partition directory, null for its last (or a file not named by its base offset).
+
+    Every offset in a segment is below the next segment's base offset; the segment reader quarantines a
+    batch that claims otherwise (its baseOffset is not covered by the CRC). Two copies of one partition
+    (two roots, or two directories under one root) are separate sequences: the window is per directory.
+    """
+    base = F.regexp_extract("path", SEGMENT_BASE_OFFSET_PATTERN, 1)
+    # lead() takes no frame of its own: it reads the next row of the ordered partition.
+    next_in_directory = Window.partitionBy("cluster", "partition", "directory").orderBy("base_offset")
+    return (
+        segment_files.withColumn("directory", F.regexp_extract("path", r"^(.*)/[^/]*$", 1))
+        .withColumn("base_offset", F.when(base != "", base.cast("long")))
+        .withColumn(
+            "next_base_offset",
+            F.when(F.col("base_offset").isNotNull(), F.lead("base_offset").over(next_in_directory)),
+        )
+        .select("cluster", "partition", "path", "next_base_offset")
+    )
 
 
 def _cluster_of(source: SegmentSource, root_path: str, file_path: str) -> str:
@@ -299,7 +324,7 @@ def run_ingest_segments(
     tables: Tables, sources: Sequence[SegmentSource], run_id: str, started_at: dt.datetime, batch_size: int
 ) -> IngestResult:
     spark = tables.spark
-    files = list_segment_files(spark, sources)
+    files = list_segment_files(spark, sources).transform(next_segment_base_offsets)
     file_count = files.count()
     log(f"  {file_count} segment files under {', '.join(s.path for s in sources)}")
     files = files.repartition(max(1, min(file_count, 4 * spark.sparkContext.defaultParallelism)))

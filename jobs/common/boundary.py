@@ -13,6 +13,7 @@ from typing import Any
 
 from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -198,7 +199,8 @@ def decode_records(
 # ---------------------------------------------------------------------------------------------------
 # Segment files -> raw records, on the executors.
 
-SEGMENT_FILE_COLUMNS = ("cluster", "partition", "path")
+#: A segment file to read, with the base offset of the next segment of its partition (null if unknown).
+SEGMENT_FILE_COLUMNS = ("cluster", "partition", "path", "next_base_offset")
 READ_ERROR = "read_error"
 READ_ERROR_POSITION = "read_error_position"
 _SEGMENT_RECORD_COLUMNS = (
@@ -256,9 +258,11 @@ def _read_segments_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[Any
 
         for files in batches:
             columns = (files.column(c).to_pylist() for c in SEGMENT_FILE_COLUMNS)
-            for cluster, partition, path in zip(*columns, strict=True):
+            for cluster, partition, path, next_base_offset in zip(*columns, strict=True):
                 rows = empty()
-                reader = coordinator_core.read_segment(path)
+                # The reader takes the segment's base offset from the file name; every offset of the segment
+                # is also below the next segment's. A batch outside that range is one of reader.problems.
+                reader = coordinator_core.read_segment(path, next_base_offset=next_base_offset)
                 for entry in reader:
                     rows["cluster"].append(cluster)
                     rows["partition"].append(partition)
@@ -280,7 +284,8 @@ def _read_segments_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[Any
                     if len(rows["offset"]) >= batch_size:
                         yield flush(rows)
                         rows = empty()
-                # Corrupt batches and torn tails were skipped by the reader; report each one.
+                # Corrupt batches, batches at impossible offsets and torn tails were skipped by the reader;
+                # report each one.
                 for problem in reader.problems:
                     for n in names:
                         rows[n].append(None)
@@ -297,7 +302,11 @@ def _read_segments_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[Any
 
 
 def read_segment_files(segment_files: DataFrame, batch_size: int = 20000) -> DataFrame:
-    """(cluster, partition, path) rows -> records read from those segment files, in parallel tasks."""
+    """(cluster, partition, path[, next_base_offset]) rows -> records read from those segment files, in
+    parallel tasks. `next_base_offset` (see `jobs.ingest.next_segment_base_offsets`) bounds each file's
+    offsets; without the column, only the file name's base offset does."""
+    if "next_base_offset" not in segment_files.columns:
+        segment_files = segment_files.withColumn("next_base_offset", F.lit(None).cast("long"))
     return segment_files.select(*SEGMENT_FILE_COLUMNS).mapInArrow(
         _read_segments_fn(batch_size), segment_records_schema()
     )
