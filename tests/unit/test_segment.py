@@ -1,5 +1,6 @@
 """read_segment over every batch format Kafka has written: RecordBatch v2 and legacy magic 0/1, every
-codec, control and transactional batches, CRC corruption, corrupt framing and truncated tails.
+codec, control and transactional batches, CRC corruption, corrupt framing, truncated tails, and offsets the
+CRC does not cover (a batch outside its segment's range or not above the batch before it).
 
 Batches are built by kafka-python's record builders (an independent implementation) or, for control
 batches and hand-made corruption, by the small v2 writer below, which follows DefaultRecordBatch's layout.
