@@ -31,6 +31,15 @@ lines/s, load average ~5). It also holds the whole scan output in the cache betw
 benchmark's 2g driver ran out of heap). So it is an option of `run_logs` (`archive_all_entries`), not the
 default.
 
+Damaged input (issue #20): every file listed is accounted for in log_file_reads with a status (`read`,
+`read_with_errors`, `unreadable`, `waiting`; see the column's comment and `worth_a_row` for when a file
+that read no new line gets a row). A .gz cut short is read up to the cut (`read_available`), a file that
+cannot be opened or a rotated one without a complete first line is unreadable, an active one without it
+yet is waiting. Damaged lines are counted per file (`damaged_lines`): binary garbage (control bytes),
+over-long lines (cut to `max_line_bytes` before they are classified and archived) and invalid UTF-8
+(decoded with replacement characters; an entry that then does not parse is classified once more without
+them, `reclassified_without_replacements`).
+
 The run summary counts per file the entries that look like coordinator entries but match no catalogue
 row (`unparsed`), with their first line numbers. A run that dies after appending raw_log_lines but before
 log_file_reads is rolled back by the nightly job's recovery (all three tables are the stage's writes).
@@ -66,6 +75,7 @@ import os
 import re
 import sys
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -79,7 +89,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from coordinator_core.logs import CONTAINER_PREFIXES
-from jobs.common.config import PROJECT_ROOT, ConfigError, LogSource, load_config, parse_config
+from jobs.common.config import PROJECT_ROOT, ConfigError, LogsConfig, LogSource, load_config, parse_config
 from jobs.common.delta_io import Tables, write_together
 from jobs.common.session import build_session, session_setting
 from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
@@ -105,6 +115,10 @@ _FIRST_LINE_LIMIT = 65536
 
 @dataclass(frozen=True)
 class LogFile:
+    """A listed file. One that cannot be read (`not_read`: "unreadable", or "waiting" for an active file
+    without a complete first line yet) has no content identity: its `file_id` is its path's (see
+    `_path_identity`), and `reason` says why."""
+
     cluster: str
     source: str
     path: str
@@ -114,10 +128,49 @@ class LogFile:
     broker_id: int | None
     container_layout: bool = False
     size: int = 0
+    not_read: str | None = None
+    reason: str | None = None
 
 
 def _open_binary(path: str) -> Any:
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+#: What reading a damaged or vanished file raises: OSError (gzip's BadGzipFile among them), EOFError (a .gz
+#: cut short) and zlib.error (a corrupt deflate stream).
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def read_available(handle: Any, size: int) -> tuple[bytes, BaseException | None]:
+    """Up to `size` bytes of `handle`, and the error that stopped the read before (None at the end of the
+    file or once `size` bytes are read).
+
+    A .gz cut short (a full disk, a copy that stopped) raises at the cut, and `read(size)` then loses every
+    byte it had decompressed for the call; `read1` hands over what each step decompressed, so every byte
+    before the cut is kept. On a plain file `read1` of a large size is one system call, like `read`.
+    """
+    parts: list[bytes] = []
+    got = 0
+    try:
+        while got < size:
+            chunk = handle.read1(min(size - got, 8 << 20))
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+    except _READ_ERRORS as error:
+        return b"".join(parts), error
+    return b"".join(parts), None
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _stopped_at(path: str, position: int, error: BaseException) -> str:
+    """The read_error of a read that stopped at uncompressed byte `position` (the bytes before are read)."""
+    where = "truncated or corrupt gzip" if path.endswith(".gz") else "read failed"
+    return f"{where} at uncompressed byte {position}: {_error_text(error)}"
 
 
 def _unnamed(java_pattern: str) -> str:
@@ -132,12 +185,15 @@ _CONTAINER_LINE = re.compile(
 )
 
 
-def _first_bytes(path: str) -> bytes | None:
+def _first_bytes(path: str) -> tuple[bytes, str | None]:
+    """The file's first 64 KiB (fewer when it is shorter or cut short), and why the read stopped before, if
+    it did (a .gz cut within them still has its first line read)."""
     try:
         with _open_binary(path) as handle:
-            return bytes(handle.read(_FIRST_LINE_LIMIT))
-    except (OSError, EOFError):
-        return None
+            head, error = read_available(handle, _FIRST_LINE_LIMIT)
+    except _READ_ERRORS as error:  # could not even be opened
+        return b"", _error_text(error)
+    return head, None if error is None else _error_text(error)
 
 
 def _identity_of(cluster: str, source: str, head: bytes | None) -> str | None:
@@ -153,32 +209,74 @@ def _identity_of(cluster: str, source: str, head: bytes | None) -> str | None:
 
 def file_identity(cluster: str, source: str, path: str) -> str | None:
     """Content identity of a log file, or None while it has no complete first line."""
-    return _identity_of(cluster, source, _first_bytes(path))
+    return _identity_of(cluster, source, _first_bytes(path)[0])
+
+
+def _path_identity(cluster: str, source: str, path: str) -> str:
+    """The identity of a file with no first line to be known by: its path and inode (a new file at the same
+    path, after a rotation, is another file), marked so that it never equals a content identity."""
+    try:
+        inode = os.stat(path).st_ino
+    except OSError:
+        inode = 0
+    digest = hashlib.sha256(b"\0".join([b"path", cluster.encode(), source.encode(), os.fsencode(path),
+                                        str(inode).encode()]))
+    return "path:" + digest.hexdigest()[:27]
+
+
+def _why_not_read(head: bytes, error: str | None, rotated: bool) -> tuple[str, str]:
+    """(status, reason) of a file without a complete first line.
+
+    An active file may simply not have one yet (a broker that just started, a log4j rotation a moment
+    ago): it is `waiting`, not in error, and read once it has. A rotated file will not grow, and a file that
+    cannot be read will not get better by waiting: `unreadable`.
+    """
+    if error is not None and not head:
+        return "unreadable", f"cannot be read: {error}"
+    if error is not None:
+        return "unreadable", f"no complete first line in the {len(head)} bytes read before the read failed: {error}"
+    if rotated:
+        return "unreadable", f"no complete first line ({len(head)} bytes) in a rotated file, which will not grow"
+    return "waiting", f"no complete first line yet ({len(head)} bytes)"
 
 
 def list_log_files(sources: Sequence[LogSource]) -> list[LogFile]:
     """The files of every source, one per identity (a plain copy preferred over a `.gz` of the same file).
 
-    The first 64 KiB of each file give its identity and whether a container runtime wrote it.
+    The first 64 KiB of each file give its identity and whether a container runtime wrote it. A file
+    without a complete first line in them (or that cannot be read) is listed too, with `not_read` and
+    `reason` (see `_why_not_read`): every file listed gets accounted for in log_file_reads.
     """
     by_identity: dict[tuple[str, str], LogFile] = {}
     for source in sources:
         paths = sorted({p for pattern in source.paths for p in glob.glob(pattern) if os.path.isfile(p)})
         for path in paths:
-            head = _first_bytes(path)
+            head, error = _first_bytes(path)
+            rotated = bool(_ROTATED_NAME.search(path))
+            broker_id = None if source.broker_id < 0 else source.broker_id
+            try:
+                size = os.path.getsize(path)
+            except OSError:
+                size = 0
             file_id = _identity_of(source.cluster, source.source, head)
-            if file_id is None or head is None:
+            if file_id is None:
+                not_read, reason = _why_not_read(head, error, rotated)
+                file_id = _path_identity(source.cluster, source.source, path)
+                by_identity[(source.cluster, file_id)] = LogFile(
+                    source.cluster, source.source, path, file_id, rotated, source.zone, broker_id, size=size,
+                    not_read=not_read, reason=reason,
+                )
                 continue
             found = LogFile(
                 source.cluster,
                 source.source,
                 path,
                 file_id,
-                bool(_ROTATED_NAME.search(path)),
+                rotated,
                 source.zone,
-                None if source.broker_id < 0 else source.broker_id,
+                broker_id,
                 _CONTAINER_LINE.search(head.decode("utf-8", "replace")) is not None,
-                os.path.getsize(path),
+                size,
             )
             key = (source.cluster, file_id)
             seen = by_identity.get(key)
@@ -192,11 +290,13 @@ def list_log_files(sources: Sequence[LogSource]) -> list[LogFile]:
 
 
 def archived_positions(log_file_reads: DataFrame) -> DataFrame:
-    """(cluster, file_id, last_line, end_byte): how far each file was read, from its latest read."""
+    """(cluster, file_id, last_line, end_byte, status, read_error, first_line): how far each file was read,
+    and what its latest row says (a row without lines comes after the read it follows: same last_line,
+    later first_line)."""
+    latest = F.max_by(F.struct("end_byte", "status", "read_error", "first_line"), F.struct("last_line", "first_line"))
     return log_file_reads.groupBy("cluster", "file_id").agg(
-        F.max("last_line").alias("last_line"),
-        F.max_by("end_byte", "last_line").alias("end_byte"),
-    )
+        F.max("last_line").alias("last_line"), latest.alias("latest")
+    ).select("cluster", "file_id", "last_line", "latest.*")
 
 
 # -- scan: files -> entries -> coordinator-looking entries, classified, on the executors ----------------
@@ -244,12 +344,88 @@ class FileScan:
         end_byte: offset just after `last_line` in the (uncompressed) file, where the next read seeks to;
             None when unknown (container-runtime files, which are re-read and skipped by line number).
         entries: entries read (complete ones; an active file's last entry is held back).
+        read_error: why the read stopped before the end (a .gz cut short: at which uncompressed byte).
+        malformed_lines, overlong_lines, invalid_utf8_lines: damaged lines among those read (see
+            `damaged_lines`).
     """
 
     first_line: int
     last_line: int
     end_byte: int | None
     entries: int = 0
+    read_error: str | None = None
+    malformed_lines: int = 0
+    overlong_lines: int = 0
+    invalid_utf8_lines: int = 0
+
+
+#: FileScan's counts of damaged lines, in the order `damaged_lines` finds them.
+_DAMAGE_COUNTERS = ("malformed_lines", "overlong_lines", "invalid_utf8_lines")
+#: The control bytes text lines hold: tab, newline, carriage return, escape (terminal colours). Any other
+#: byte below 0x20 in a line makes it binary garbage.
+_TEXT_CONTROLS = (9, 10, 13, 27)
+
+
+def damaged_lines(data: bytes, offsets: Any, max_line_bytes: int, controls: Any = None) -> tuple[Any, Any, Any]:
+    """Indices of the damaged lines of a block, by kind: malformed (a control byte other than tab, CR or
+    ESC: binary garbage), over-long (more than `max_line_bytes` bytes before its newline), not UTF-8.
+
+    Line i is data[offsets[i]:offsets[i + 1]], its newline included (the file's last line may have none). A
+    line may be of several kinds. `controls`: the positions of the block's control bytes, when the caller
+    already has them. A clean block (nearly every one) costs a comparison over its bytes and Arrow's UTF-8
+    validation; only the lines holding a byte above 0x7F are decoded one by one, and only if the block
+    fails validation.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    start, end = int(offsets[0]), int(offsets[-1])
+    view = np.frombuffer(data, np.uint8)
+    if controls is None:
+        controls = np.flatnonzero(view[start:end] < 32) + start
+    controls = controls[(controls >= start) & (controls < end)]
+    controls = controls[~np.isin(view[controls], _TEXT_CONTROLS)]
+    malformed = np.unique(np.searchsorted(offsets, controls, side="right") - 1)
+    lengths = np.diff(offsets)
+    overlong = np.flatnonzero(lengths - (view[offsets[1:] - 1] == 10) > max_line_bytes)
+    lines = pa.Array.from_buffers(
+        pa.binary(), len(lengths), [None, pa.py_buffer((offsets - start).astype(np.int32)),
+                                    pa.py_buffer(memoryview(data)[start:end])]
+    )
+    invalid = np.zeros(0, np.int64)
+    try:
+        lines.cast(pa.string())
+    except pa.ArrowInvalid:
+        high = np.unique(np.searchsorted(offsets, np.flatnonzero(view[start:end] > 127) + start, side="right") - 1)
+        invalid = np.array([i for i in high.tolist() if not _is_utf8(data[offsets[i] : offsets[i + 1]])], np.int64)
+    return malformed, overlong, invalid
+
+
+def _is_utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def cut_long_lines(texts: Any, max_line_bytes: int) -> Any:
+    """Entry texts (an Arrow string array) with every line longer than `max_line_bytes` bytes cut to at most
+    that many, on a character boundary; the array itself when no entry is that long (nearly always)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(texts) == 0:
+        return texts
+    lengths = pc.binary_length(texts)
+    if pc.max(lengths).as_py() <= max_line_bytes:
+        return texts
+    long_rows = pc.greater(lengths, max_line_bytes)
+    cut = [
+        "\n".join(line.encode()[:max_line_bytes].decode("utf-8", "ignore") for line in text.split("\n"))
+        for text in texts.filter(long_rows).to_pylist()
+    ]
+    return pc.replace_with_mask(texts, long_rows, pa.array(cut, pa.string()))
 
 
 @dataclass
@@ -308,6 +484,7 @@ def scan_log_file(
     all_entries: bool = False,
     block_bytes: int = READ_BLOCK_BYTES,
     read_until: int | None = None,
+    max_line_bytes: int = LogsConfig.max_line_bytes,
 ) -> Iterator[tuple[list[int], list[int], list[str]]]:
     """The coordinator-looking entries (every entry with `all_entries`) after `scan.last_line`, in the
     file's first `read_until` bytes when given (the size it had when listed; see `scan_log_file_columns`).
@@ -317,7 +494,8 @@ def scan_log_file(
     before it, at most MAX_ENTRY_LINES lines per entry; lines end at \\n, trailing \\r removed.
     """
     for numbers, counts, texts in scan_log_file_columns(path, scan, hold_back_last, all_entries=all_entries,
-                                                         block_bytes=block_bytes, read_until=read_until):
+                                                         block_bytes=block_bytes, read_until=read_until,
+                                                         max_line_bytes=max_line_bytes):
         yield numbers.tolist(), counts.tolist(), texts.to_pylist()
 
 
@@ -356,6 +534,7 @@ def scan_log_file_columns(
     all_entries: bool = False,
     block_bytes: int = READ_BLOCK_BYTES,
     read_until: int | None = None,
+    max_line_bytes: int = LogsConfig.max_line_bytes,
 ) -> Iterator[tuple[Any, Any, Any]]:
     """`scan_log_file` with columns: (line numbers, line counts) as NumPy arrays, texts as an Arrow string
     array, per block; what the scan task reads (no Python object per entry).
@@ -364,6 +543,11 @@ def scan_log_file_columns(
     (its cached output lost with an executor) then reads the same bytes as the first time, so the two
     appends and the recorded position agree. A line cut there reads as the file's last line, which an
     active file holds back with its entry.
+
+    A .gz cut short (or a file whose read fails midway) is read up to the cut: its complete lines are read
+    as the file's last (the line cut in the middle is no line) and `scan.read_error` says where it stopped;
+    reading it again stops at the same byte. The damaged lines read are counted in `scan` (`damaged_lines`;
+    texts are cut to `max_line_bytes` by the caller, see `cut_long_lines`).
     """
     import numpy as np
     import pyarrow as pa
@@ -381,12 +565,26 @@ def scan_log_file_columns(
         pending: _Pending | None = None
         rest = b""
         position = base_byte  # where the handle is
+        # Line numbers of damaged lines past scan.last_line (in the entry still pending), by kind.
+        damaged: list[Any] = [np.zeros(0, np.int64)] * len(_DAMAGE_COUNTERS)
+
+        def count_damaged_lines_read() -> None:
+            for kind, name in enumerate(_DAMAGE_COUNTERS):
+                read = damaged[kind] <= scan.last_line
+                setattr(scan, name, getattr(scan, name) + int(read.sum()))
+                damaged[kind] = damaged[kind][~read]
+
         while True:
             want = block_bytes if read_until is None else min(block_bytes, read_until - position)
-            block = handle.read(want) if want > 0 else b""
+            block, error = read_available(handle, want) if want > 0 else (b"", None)
             position += len(block)
             data = rest + block
-            if block:
+            if error is not None:
+                scan.read_error = _stopped_at(path, position, error)
+                data, rest, block = data[: data.rfind(b"\n") + 1], b"", b""
+                if not data:
+                    break
+            elif block:
                 cut = data.rfind(b"\n") + 1
                 if cut == 0:
                     rest = data
@@ -397,7 +595,8 @@ def scan_log_file_columns(
             else:
                 rest = b""
             view = np.frombuffer(data, np.uint8)
-            ends = np.flatnonzero(view == 10) + 1
+            controls = np.flatnonzero(view < 32)  # the newlines, and the control bytes of damaged lines
+            ends = controls[view[controls] == 10] + 1
             if len(ends) == 0 or ends[-1] != len(data):
                 ends = np.append(ends, len(data))  # the file's last line has no newline
             offsets = np.zeros(len(ends) + 1, np.int64)
@@ -412,6 +611,9 @@ def scan_log_file_columns(
                 continue
             offsets = offsets[drop:]
             n -= drop
+            for kind, lines_of_kind in enumerate(damaged_lines(data, offsets, max_line_bytes, controls)):
+                if len(lines_of_kind):
+                    damaged[kind] = np.concatenate([damaged[kind], block_line + lines_of_kind])
             lines = pa.Array.from_buffers(
                 pa.binary(), n, [None, pa.py_buffer((offsets - offsets[0]).astype(np.int32)),
                                  pa.py_buffer(memoryview(data)[int(offsets[0]):])]
@@ -458,6 +660,7 @@ def scan_log_file_columns(
             last = int(starts[-1])
             pending = _Pending(block_line + last, block_byte + int(offsets[last] - offsets[0]),
                                [_piece(data, offsets, last, n)], n - last, bool(flags[last:].any()))
+            count_damaged_lines_read()
             if numbers:
                 yield np.concatenate(numbers), np.concatenate(counts), pa.concat_arrays(texts)
             if not block:
@@ -466,6 +669,7 @@ def scan_log_file_columns(
         scan.entries += 1
         scan.last_line = pending.line_number + pending.line_count - 1
         scan.end_byte = pending.byte_offset + sum(len(c) for c in pending.chunks)
+        count_damaged_lines_read()
         if pending.candidate:
             yield (np.array([pending.line_number], np.int64), np.array([pending.line_count], np.int64),
                    pa.array([_entry_text(b"".join(pending.chunks))], pa.string()))
@@ -482,21 +686,29 @@ def _is_line_end(handle: Any, offset: int) -> bool:
         if handle.read(1) == b"\n":
             return True
         handle.seek(0)
-    except (OSError, EOFError):
+    except _READ_ERRORS:
         handle.seek(0)
     return False
 
 
 def scan_container_file(
-    path: str, scan: FileScan, hold_back_last: bool, *, all_entries: bool = False, read_until: int | None = None
+    path: str, scan: FileScan, hold_back_last: bool, *, all_entries: bool = False, read_until: int | None = None,
+    max_line_bytes: int = LogsConfig.max_line_bytes,
 ) -> Iterator[tuple[list[int], list[int], list[str]]]:
     """coordinator_core's reference reader, for files whose lines carry container-runtime prefixes; no
-    further than `read_until` bytes when given (as `scan_log_file_columns`)."""
+    further than `read_until` bytes when given, up to the cut of a .gz cut short, damaged lines counted (as
+    `scan_log_file_columns`)."""
+    import numpy as np
+
     from coordinator_core.logs import iter_log_entries
 
     marker_texts = coordinator_markers()
     with _open_binary(path) as raw:
-        data = raw.read() if read_until is None else raw.read(read_until)
+        data, error = read_available(raw, sys.maxsize if read_until is None else read_until)
+    if error is not None:
+        scan.read_error = _stopped_at(path, len(data), error)
+        data = data[: data.rfind(b"\n") + 1]
+    read_before = scan.last_line
     # Decoded as a text-mode open() would: UTF-8 with replacement, universal newlines.
     with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace") as handle:
         entries = [e for e in iter_log_entries(handle) if e.line_number > scan.last_line]
@@ -506,6 +718,15 @@ def scan_container_file(
     if entries:
         scan.entries += len(entries)
         scan.last_line = entries[-1].line_number + entries[-1].line_count - 1
+    if scan.last_line > read_before:
+        ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10) + 1
+        if not len(ends) or ends[-1] != len(data):
+            ends = np.append(ends, len(data))  # the last line has no newline
+        offsets = np.concatenate([np.zeros(1, np.int64), ends])
+        for name, lines_of_kind in zip(_DAMAGE_COUNTERS, damaged_lines(data, offsets, max_line_bytes), strict=True):
+            numbers = lines_of_kind + 1
+            read = int(((numbers > read_before) & (numbers <= scan.last_line)).sum())
+            setattr(scan, name, getattr(scan, name) + read)
     chosen = [
         e for e in entries
         if all_entries or any(m in e.text for m in marker_texts)
@@ -555,6 +776,9 @@ SCAN_COLUMNS = T.StructType(
         *(T.StructField(name, T.LongType(), True) for name in _FILE_COUNTERS),
         T.StructField("unparsed_lines", T.ArrayType(T.LongType(), False), True),
         T.StructField("read_error", T.StringType(), True),
+        # log_file_reads' status (`status` above is an entry's classification)
+        T.StructField("read_status", T.StringType(), True),
+        *(T.StructField(name, T.LongType(), True) for name in _DAMAGE_COUNTERS),
     ]
 )
 #: How many unparsed line numbers a file's summary keeps.
@@ -565,7 +789,57 @@ UNPARSED_LINES_KEPT = 5
 CLASSIFY_BATCH = 32768
 
 
-def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[Any]], Iterable[Any]]:
+#: What an entry is classified as, when the entry without its replacement characters says more.
+_UNPARSED_STATUSES = ("unparsed", "unparsed_below_info")
+_PARSED_STATUSES = ("event", "known_non_event")
+
+
+def reclassified_without_replacements(outcome: Any, texts: Any, classify: Callable[[Any], Any]) -> Any:
+    """The classification of a batch of entries, where an entry with a replacement character (an invalid
+    UTF-8 byte, decoded with U+FFFD) that did not parse is classified again without them.
+
+    One stray byte in an otherwise intact line (a bit flip, a torn write) breaks the word it lands in
+    ("Stabili\ufffdzed"); without it the line reads as written. The second reading is kept only when it
+    parses (an event or a known non-event); the archived text keeps the replacement characters.
+
+    Args:
+        outcome: `classify(texts)` (a RecordBatch with `status` and the event's fields).
+        texts: the entries' texts (an Arrow string array).
+        classify: Arrow string array -> such a RecordBatch.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    retry = pc.and_(pc.match_substring(texts, "\ufffd"), pc.is_in(outcome.column("status"),
+                                                                 pa.array(_UNPARSED_STATUSES)))
+    rows = np.flatnonzero(retry.to_numpy(zero_copy_only=False))
+    if not len(rows):
+        return outcome
+    again = classify(pc.replace_substring(texts.take(pa.array(rows)), "\ufffd", ""))
+    parsed = np.flatnonzero(pc.is_in(again.column("status"), pa.array(_PARSED_STATUSES)).to_numpy(zero_copy_only=False))
+    if not len(parsed):
+        return outcome
+    index = np.arange(len(texts))
+    index[rows[parsed]] = len(texts) + parsed
+    return pa.RecordBatch.from_arrays(
+        [pa.concat_arrays([outcome.column(i), again.column(i)]).take(pa.array(index))
+         for i in range(outcome.num_columns)],
+        schema=outcome.schema,
+    )
+
+
+def _read_status(scan: FileScan, raised: bool) -> str:
+    """log_file_reads' status of a scan (see the column's comment)."""
+    if raised and scan.last_line < scan.first_line:
+        return "unreadable"  # failed before any line was read (vanished, or no longer readable)
+    if raised or scan.read_error is not None or any(getattr(scan, name) for name in _DAMAGE_COUNTERS):
+        return "read_with_errors"
+    return "read"
+
+
+def _scan_files_fn(all_entries: bool, block_bytes: int,
+                   max_line_bytes: int) -> Callable[[Iterable[Any]], Iterable[Any]]:
     def scan_partition(batches: Iterable[Any]) -> Iterator[Any]:
         import numpy as np
         import pyarrow as pa
@@ -605,7 +879,9 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[An
         ) -> Any:
             """One batch of archived entries, classified column-wise (coordinator_core.logs.bulk)."""
             zone = zone_of(file["source_zone"])
-            outcome = classify_log_entries(text_array, source_zone=zone, broker_id=file["source_broker_id"])
+            text_array = cut_long_lines(text_array, max_line_bytes)
+            classify = partial(classify_log_entries, source_zone=zone, broker_id=file["source_broker_id"])
+            outcome = reclassified_without_replacements(classify(text_array), text_array, classify)
             status = outcome.column("status")
             for value, count in zip(*pc.value_counts(status).flatten(), strict=True):
                 if value.as_py() in counter_of_status:
@@ -633,13 +909,15 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[An
                     (
                         (np.array(n, np.int64), np.array(c, np.int64), pa.array(t, pa.string()))
                         for n, c, t in scan_container_file(file["path"], scan, file["hold_back_last"],
-                                                           all_entries=all_entries, read_until=file["read_until"])
+                                                           all_entries=all_entries, read_until=file["read_until"],
+                                                           max_line_bytes=max_line_bytes)
                     )
                     if file["container_layout"]
                     else scan_log_file_columns(file["path"], scan, file["hold_back_last"], all_entries=all_entries,
-                                               block_bytes=block_bytes, read_until=file["read_until"])
+                                               block_bytes=block_bytes, read_until=file["read_until"],
+                                               max_line_bytes=max_line_bytes)
                 )
-                read_error: str | None = None
+                raised = False
                 pending: list[tuple[Any, Any, Any]] = []
                 try:
                     for block in blocks:
@@ -647,16 +925,19 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[An
                         if sum(len(b[0]) for b in pending) >= CLASSIFY_BATCH:
                             yield classified(*joined(pending), file, counters, unparsed_lines)
                             pending = []
-                except (OSError, EOFError, zlib.error) as error:  # vanished, unreadable or truncated file
+                except _READ_ERRORS as error:  # vanished or unreadable file (a cut .gz ends its read itself)
                     # What was read before stays read: `scan` only ever covers entries already handed over.
-                    read_error = f"{type(error).__name__}: {error}"
+                    raised = True
+                    scan.read_error = _error_text(error)
                 if pending:
                     yield classified(*joined(pending), file, counters, unparsed_lines)
                 counters["entries"] = scan.entries
                 yield batch_of(
                     {"row_kind": ["file"], "first_line": [scan.first_line], "last_line": [scan.last_line],
                      "end_byte": [scan.end_byte], **{name: [value] for name, value in counters.items()},
-                     "unparsed_lines": [unparsed_lines], "read_error": [read_error]},
+                     "unparsed_lines": [unparsed_lines], "read_error": [scan.read_error],
+                     "read_status": [_read_status(scan, raised)],
+                     **{name: [getattr(scan, name)] for name in _DAMAGE_COUNTERS}},
                     1, {name: file[name] for name in constant_names},
                 )
 
@@ -664,10 +945,10 @@ def _scan_files_fn(all_entries: bool, block_bytes: int) -> Callable[[Iterable[An
 
 
 def scan_log_files(files_to_read: DataFrame, *, all_entries: bool = False,
-                   block_bytes: int = READ_BLOCK_BYTES) -> DataFrame:
+                   block_bytes: int = READ_BLOCK_BYTES, max_line_bytes: int = LogsConfig.max_line_bytes) -> DataFrame:
     """_FILE_COLUMNS rows (one partition per file) -> SCAN_COLUMNS rows: archived entries and file rows."""
     return files_to_read.select(*_FILE_COLUMNS.names).mapInArrow(
-        _scan_files_fn(all_entries, block_bytes), SCAN_COLUMNS
+        _scan_files_fn(all_entries, block_bytes, max_line_bytes), SCAN_COLUMNS
     )
 
 
@@ -733,16 +1014,43 @@ def coordinator_event_rows(scanned: DataFrame, run_id: str) -> DataFrame:
     )
 
 
-def log_file_read_rows(scanned: DataFrame, run_id: str, started_at: dt.datetime) -> DataFrame:
-    """Scan output -> log_file_reads rows: one per file that had new lines."""
+def log_file_read_rows(file_rows: DataFrame, run_id: str, started_at: dt.datetime) -> DataFrame:
+    """File rows of the scan output (those `worth_a_row`) -> log_file_reads rows."""
     return (
-        scanned.where(F.col("row_kind") == "file")
+        file_rows.where(F.col("row_kind") == "file")
         .withColumn("lines_read", F.col("last_line") - F.col("first_line") + 1)
-        .where(F.col("lines_read") > 0)
+        .drop("status")
+        .withColumnRenamed("read_status", "status")
         .withColumn("ingest_run_id", F.lit(run_id))
         .withColumn("ingested_at", F.lit(started_at).cast("timestamp"))
         .select(*LOG_FILE_READS.column_names)
     )
+
+
+def worth_a_row(read: dict[str, Any], latest: dict[str, Any] | None) -> bool:
+    """Whether a file's read gets a log_file_reads row this run.
+
+    The table's grain is (cluster, file_id, first_line) and a read starts after the last_line of the
+    file's latest row. A read of new lines always gets a row. A read of none gets one only when it has
+    something to say (a status other than `read`: cut short, unreadable, waiting) that the file's latest
+    row does not say already (another status or reason), and when that latest row is not itself a row
+    without lines at this position (it would have this row's first_line). So a file that stays unreadable,
+    waiting or cut at the same byte is recorded once, not every night, and re-runs add nothing; a file that
+    changes (becomes readable, grows, or is cut elsewhere) is recorded when it is read.
+
+    Args:
+        read: a file row of the scan (SCAN_COLUMNS).
+        latest: the file's latest log_file_reads row (status, read_error, first_line), None without one.
+    """
+    if read["last_line"] >= read["first_line"]:
+        return True
+    if read["read_status"] == "read":
+        return False
+    if latest is None:
+        return True
+    if latest["first_line"] == read["first_line"]:
+        return False
+    return (latest["status"], latest["read_error"]) != (read["read_status"], read["read_error"])
 
 
 # -- the stage ------------------------------------------------------------------------------------------
@@ -750,7 +1058,8 @@ def log_file_read_rows(scanned: DataFrame, run_id: str, started_at: dt.datetime)
 
 @dataclass
 class LogsResult:
-    """The run summary: per file read, how much was new and how much of it did not parse."""
+    """The run summary: per file listed, its status, how much was new, how much of it did not parse and how
+    many lines were damaged."""
 
     files: list[dict[str, Any]] = field(default_factory=list)
 
@@ -772,22 +1081,33 @@ class LogsResult:
 
     @property
     def read_errors(self) -> list[tuple[str, str]]:
-        """(path, error) of the files that could not be read to their end (vanished, truncated .gz)."""
-        return [(f["path"], f["read_error"]) for f in self.files if f["read_error"]]
+        """(path, error) of the files that could not be read, or not to their end (vanished, cut .gz)."""
+        return [(f["path"], f["read_error"]) for f in self.files if f["read_error"] and f["status"] != "waiting"]
 
     def format(self) -> str:
+        statuses = Counter(f["status"] for f in self.files if f["status"] != "read")
+        damage = {name: sum(f[name] for f in self.files) for name in _DAMAGE_COUNTERS}
         lines = [f"logs: {self.lines_read} new lines, {sum(f['entries'] for f in self.files)} entries,"
                  f" {self.entries_archived} archived, {self.events} events, "
-                 f"{self.unparsed} coordinator-looking entries unparsed"]
+                 f"{self.unparsed} coordinator-looking entries unparsed"
+                 + "".join(f", {damage[name]} {name.replace('_', ' ')}" for name in _DAMAGE_COUNTERS if damage[name])
+                 + "".join(f", {count} files {status.replace('_', ' ')}" for status, count in sorted(statuses.items()))]
         for f in self.files:
+            where = f"  {f['cluster']:<12} {f['path']}"
+            if f["status"] in ("unreadable", "waiting"):
+                lines.append(f"{where}: {f['status']}: {f['read_error']}")
+                continue
             if f["lines"] or f["unparsed"] or f["read_error"]:
                 lines.append(
-                    f"  {f['cluster']:<12} {f['path']}: lines {f['first_line']}..{f['first_line'] + f['lines'] - 1}, "
+                    f"{where}: lines {f['first_line']}..{f['first_line'] + f['lines'] - 1}, "
                     f"{f['events']} events, {f['unparsed']} unparsed"
                     + (f" (lines {f['unparsed_lines']})" if f["unparsed"] else "")
                 )
+            if any(f[name] for name in _DAMAGE_COUNTERS):
+                lines.append(f"{where}: {f['malformed_lines']} malformed, {f['overlong_lines']} over-long (cut), "
+                             f"{f['invalid_utf8_lines']} invalid UTF-8 lines")
             if f["read_error"]:
-                lines.append(f"  {f['cluster']:<12} {f['path']}: read stopped: {f['read_error']}")
+                lines.append(f"{where}: read stopped: {f['read_error']}")
         return "\n".join(lines)
 
 
@@ -799,11 +1119,17 @@ def run_logs(
     *,
     archive_all_entries: bool = False,
     block_bytes: int = READ_BLOCK_BYTES,
+    max_line_bytes: int = LogsConfig.max_line_bytes,
 ) -> LogsResult:
     """Archive the new coordinator-looking entries of every source and parse them; per-file summary.
 
     `archive_all_entries` archives every entry in raw_log_lines, not only the coordinator-looking ones
-    (a full copy of the logs; several times slower, see the module docstring).
+    (a full copy of the logs; several times slower, see the module docstring). `max_line_bytes`: longer
+    lines are cut to it and counted (config `[logs] max_line_bytes`).
+
+    Every file listed is accounted for: a readable one is scanned; one that cannot be read, or has no
+    complete first line yet, gets a file row of its own here (unreadable / waiting, no lines, see
+    `_why_not_read`). Which rows are written: `worth_a_row`.
     """
     spark = tables.spark
     tables.ensure_all((RAW_LOG_LINES, COORDINATOR_EVENTS, LOG_FILE_READS))
@@ -812,38 +1138,57 @@ def run_logs(
         return LogsResult()
     ids = [f.file_id for f in files]
     positions: dict[tuple[str, str], tuple[int, int | None]] = {}
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
     # Version 0 of a table is its creation (Tables.ensure), with no rows: nothing was read yet, and the
     # query (a Spark job, the first Delta read of a fresh session) is skipped.
     if tables.version(LOG_FILE_READS) > 0:
-        positions = {
-            (r["cluster"], r["file_id"]): (int(r["last_line"]), r["end_byte"])
-            for r in archived_positions(tables.read(LOG_FILE_READS).where(F.col("file_id").isin(ids))).collect()
-        }
-    # Largest first: tasks start in partition order, so the longest scans do not come last.
-    ordered = sorted(files, key=lambda f: -f.size)
-    to_read = [
-        (f.cluster, f.file_id, f.source, f.path, f.broker_id, f.zone, *positions.get((f.cluster, f.file_id), (0, None)),
-         not f.rotated, f.container_layout, None if f.path.endswith(".gz") else f.size)
-        for f in ordered
-    ]
-    # One partition per file: a file is scanned in order by one task.
-    files_to_read = spark.createDataFrame(spark.sparkContext.parallelize(to_read, len(to_read)), _FILE_COLUMNS)
-    scanned, release = _held(scan_log_files(files_to_read, all_entries=archive_all_entries, block_bytes=block_bytes))
-    try:
-        # The file rows (one per file) first: this job runs the scan, once, and fills what holds its output.
-        file_rows = scanned.where(F.col("row_kind") == "file").collect()
-        # Two independent tables, appended at the same time from the held scan output.
-        write_together([
-            partial(tables.append, RAW_LOG_LINES, raw_log_line_rows(scanned, run_id, started_at)),
-            partial(tables.append, COORDINATOR_EVENTS, coordinator_event_rows(scanned, run_id)),
-        ])
-    finally:
-        release()
+        for r in archived_positions(tables.read(LOG_FILE_READS).where(F.col("file_id").isin(ids))).collect():
+            positions[(r["cluster"], r["file_id"])] = (int(r["last_line"]), r["end_byte"])
+            latest[(r["cluster"], r["file_id"])] = {"status": r["status"], "read_error": r["read_error"],
+                                                    "first_line": r["first_line"]}
+    readable = [f for f in files if f.not_read is None]
+    file_rows: list[dict[str, Any]] = []
+    if readable:
+        # Largest first: tasks start in partition order, so the longest scans do not come last.
+        ordered = sorted(readable, key=lambda f: -f.size)
+        to_read = [
+            (f.cluster, f.file_id, f.source, f.path, f.broker_id, f.zone,
+             *positions.get((f.cluster, f.file_id), (0, None)), not f.rotated, f.container_layout,
+             None if f.path.endswith(".gz") else f.size)
+            for f in ordered
+        ]
+        # One partition per file: a file is scanned in order by one task.
+        files_to_read = spark.createDataFrame(spark.sparkContext.parallelize(to_read, len(to_read)), _FILE_COLUMNS)
+        scanned, release = _held(scan_log_files(files_to_read, all_entries=archive_all_entries,
+                                                block_bytes=block_bytes, max_line_bytes=max_line_bytes))
+        try:
+            # The file rows (one per file) first: this job runs the scan, once, and fills what holds its output.
+            file_rows = [r.asDict() for r in scanned.where(F.col("row_kind") == "file").collect()]
+            # Two independent tables, appended at the same time from the held scan output.
+            write_together([
+                partial(tables.append, RAW_LOG_LINES, raw_log_line_rows(scanned, run_id, started_at)),
+                partial(tables.append, COORDINATOR_EVENTS, coordinator_event_rows(scanned, run_id)),
+            ])
+        finally:
+            release()
+    for f in files:
+        if f.not_read is not None:
+            last_line, end_byte = positions.get((f.cluster, f.file_id), (0, None))
+            file_rows.append({
+                "cluster": f.cluster, "file_id": f.file_id, "log_source": f.source, "path": f.path,
+                "source_broker_id": f.broker_id, "source_zone": f.zone, "row_kind": "file",
+                "first_line": last_line + 1, "last_line": last_line, "end_byte": end_byte,
+                **dict.fromkeys(_FILE_COUNTERS, 0), "unparsed_lines": [], "read_error": f.reason,
+                "read_status": f.not_read, **dict.fromkeys(_DAMAGE_COUNTERS, 0),
+            })
     # The positions (log_file_reads) are written last, only once both are committed; from the file rows
     # already on the driver (one per file), not from another pass over the cache.
-    file_frame = spark.createDataFrame(file_rows, SCAN_COLUMNS)
-    tables.append(LOG_FILE_READS, log_file_read_rows(file_frame, run_id, started_at))
-    per_file = {(r["cluster"], r["file_id"]): r.asDict() for r in file_rows}
+    recorded = [r for r in file_rows if worth_a_row(r, latest.get((r["cluster"], r["file_id"])))]
+    if recorded:
+        file_frame = spark.createDataFrame([tuple(r.get(name) for name in SCAN_COLUMNS.names) for r in recorded],
+                                           SCAN_COLUMNS)
+        tables.append(LOG_FILE_READS, log_file_read_rows(file_frame, run_id, started_at))
+    per_file = {(r["cluster"], r["file_id"]): r for r in file_rows}
     result = LogsResult()
     for f in files:
         read = per_file[(f.cluster, f.file_id)]
@@ -853,9 +1198,10 @@ def run_logs(
                 "log_source": f.source,
                 "path": f.path,
                 "file_id": f.file_id,
+                "status": read["read_status"],
                 "first_line": int(read["first_line"]),
                 "lines": int(read["last_line"]) - int(read["first_line"]) + 1,
-                **{name: int(read[name]) for name in _FILE_COUNTERS},
+                **{name: int(read[name]) for name in (*_FILE_COUNTERS, *_DAMAGE_COUNTERS)},
                 "unparsed_lines": list(read["unparsed_lines"] or []),
                 "read_error": read["read_error"],
             }

@@ -120,7 +120,9 @@ LOG_FILE_READS = TableSpec(
     comment=(
         "One row per run and log file that had new lines: the line range read (every physical line, archived "
         "or not), where the next read starts, and what the lines held (entries, entries archived in "
-        "raw_log_lines, events, coordinator-looking entries that did not parse)."
+        "raw_log_lines, events, coordinator-looking entries that did not parse, damaged lines); and one row, "
+        "with no lines, for a file that could not be read or has no complete first line yet, when its state "
+        "is not the one its latest row already records (status)."
     ),
     grain=("cluster", "file_id", "first_line"),
     partition_columns=("cluster",),
@@ -156,9 +158,38 @@ LOG_FILE_READS = TableSpec(
                 "Line numbers of the first unparsed entries (at most 5).",
                 False,
             ),
-            column("read_error", T.StringType(), "Why the read stopped before the end of the file (truncated .gz)."),
+            column(
+                "read_error",
+                T.StringType(),
+                "Why the read stopped before the end of the file (truncated or corrupt .gz, at which "
+                "uncompressed byte), or why it could not start (status unreadable or waiting).",
+            ),
             column("ingest_run_id", T.StringType(), "Run that read the lines.", False),
             column("ingested_at", T.TimestampType(), "When that run started (UTC).", False),
+            # Added after the first release: nullable, at the end (existing tables gain them, null in old rows).
+            column(
+                "status",
+                T.StringType(),
+                "read (to the end, no damaged line); read_with_errors (stopped early, see read_error, or damaged "
+                "lines, see the counts); unreadable (could not be opened or read, or a rotated file without a "
+                "complete first line; no lines, see read_error); waiting (an active file without a complete "
+                "first line yet; no lines). Null in rows written before the column existed.",
+            ),
+            column(
+                "malformed_lines",
+                T.LongType(),
+                "Lines read holding control bytes (NUL and the like, not tab, CR or ESC): binary garbage.",
+            ),
+            column(
+                "overlong_lines",
+                T.LongType(),
+                "Lines read longer than the configured max_line_bytes, cut to it in the entry text.",
+            ),
+            column(
+                "invalid_utf8_lines",
+                T.LongType(),
+                "Lines read that are not valid UTF-8, decoded with replacement characters.",
+            ),
         ]
     ),
 )

@@ -5,6 +5,7 @@ of a crashed run's partial writes)."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -56,7 +57,10 @@ class Tables:
         """Create the table from its spec if absent (and register an existing Delta directory)."""
         if self.exists(spec):
             if self.spark.catalog.tableExists(f"{self.database}.{spec.name}"):
-                return  # the common case of every run after the first: two cheap metadata calls
+                # the common case of every run after the first: two cheap metadata calls, and the schema of
+                # the snapshot the run reads anyway (a table of another layout is left to its caller)
+                self._add_new_columns(spec)
+                return
             self._register(spec)
             return
         builder = (
@@ -80,13 +84,37 @@ class Tables:
         """
         want = _columns(spec.schema)
         got = _columns(self.spark.read.format("delta").load(self.path(spec)).schema)
-        if want != got:
+        if want != got and not self._add_new_columns(spec):
             raise ValueError(
                 f"{self.path(spec)} holds a Delta table whose columns are not {spec.name}'s:\n"
                 f" want {want}\n got  {got}"
             )
         location = self.path(spec).replace("'", "\\'")
         self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.name(spec)} USING DELTA LOCATION '{location}'")
+
+    def _add_new_columns(self, spec: TableSpec) -> bool:
+        """Schema evolution, narrowly: a table whose columns are a strict prefix of the spec's, the rest of
+        which are nullable, gains them (`ALTER TABLE ... ADD COLUMNS`: a metadata commit, no file rewritten,
+        null in the old rows). True when the table then has the spec's columns; False (and nothing done) for
+        any other difference, which the caller refuses or handles (a derived table is replaced)."""
+        got = self.spark.read.format("delta").load(self.path(spec)).schema.fields
+        want = spec.schema.fields
+        if _columns(StructType(got)) == _columns(spec.schema):
+            return True
+        added = want[len(got):]
+        if (len(got) >= len(want) or _columns(StructType(want[: len(got)])) != _columns(StructType(got))
+                or not all(f.nullable for f in added)):
+            return False
+        columns = ", ".join(
+            f"`{f.name}` {f.dataType.simpleString()} COMMENT '" + str(f.metadata.get("comment", "")).replace(
+                "\\", "\\\\").replace("'", "\\'") + "'"
+            for f in added
+        )
+        location = self.path(spec).replace("`", "``")
+        self.spark.sql(f"ALTER TABLE delta.`{location}` ADD COLUMNS ({columns})")
+        print(f"{spec.name}: added the columns {', '.join(f.name for f in added)} (null in the rows before)",
+              file=sys.stderr, flush=True)
+        return True
 
     def ensure_all(self, specs: Sequence[TableSpec], parallelism: int = 4) -> None:
         """`ensure` for many tables, the absent ones created a few at a time.

@@ -539,13 +539,188 @@ def test_unreadable_file_is_reported_not_fatal(spark: SparkSession, tables: Tabl
     result = run_logs(tables, [LogSource("c4", "broker-1", (str(tmp_path / "b" / "server.log*"),), "UTC", 1)],
                       "run-1", STARTED, block_bytes=64 << 10)
     errors = {Path(path).name: error.split(":")[0] for path, error in result.read_errors}
-    assert errors == {"server.log.1.gz": "EOFError"}
+    assert list(errors) == ["server.log.1.gz"]
+    assert errors["server.log.1.gz"].startswith("truncated or corrupt gzip at uncompressed byte ")
     numbers = [r["line_number"] for r in events(tables).where(F.col("path").endswith("server.log.2")).collect()]
     assert numbers == [1, 2]
-    assert "read stopped: EOFError" in result.format()
+    assert "read stopped: truncated or corrupt gzip" in result.format()
     # What was read before the cut is recorded and parsed: every line up to the position is an event.
     (gz_read,) = tables.read(LOG_FILE_READS).where(F.col("path").endswith(".gz")).collect()
-    assert (gz_read["first_line"], gz_read["read_error"].split(":")[0]) == (1, "EOFError")
+    assert (gz_read["first_line"], gz_read["status"]) == (1, "read_with_errors")
+    assert "EOFError" in gz_read["read_error"]
     assert 0 < gz_read["last_line"] < len(stabilized)
     gz_events = events(tables).where(F.col("path").endswith(".gz")).select("line_number").collect()
     assert [r["line_number"] for r in gz_events] == list(range(1, gz_read["last_line"] + 1))
+
+
+# -- damaged input: every listed file accounted for, damaged lines counted (issue #20) --------------------
+
+SAMPLE_BROKER_LOG = Path(__file__).parents[2] / "samples" / "kafka-3.9.1" / "broker" / "server.log"
+DAMAGE_COLUMNS = (
+    "path string, status string, first_line long, last_line long, malformed_lines long, overlong_lines long,"
+    " invalid_utf8_lines long"
+)
+
+
+def damage(tables: Tables) -> DataFrame:
+    return tables.read(LOG_FILE_READS).select(*[c.split()[0] for c in DAMAGE_COLUMNS.split(",")]).orderBy(
+        "path", "first_line")
+
+
+def gzip_cut_at(data: bytes, available: int) -> tuple[bytes, int]:
+    """A gzip of `data` cut short so that about `available` uncompressed bytes can still be read; the cut
+    compressed bytes and how many uncompressed bytes they give (zlib's own count, not the code under test)."""
+    import zlib
+
+    compressed = gzip.compress(data)
+    low, high = 20, len(compressed) - 9  # a cut inside the deflate stream, before the trailer
+    while low < high:
+        mid = (low + high) // 2
+        if len(zlib.decompressobj(31).decompress(compressed[:mid])) < available:
+            low = mid + 1
+        else:
+            high = mid
+    cut = compressed[:low]
+    return cut, len(zlib.decompressobj(31).decompress(cut))
+
+
+def reference_events_before(data: bytes, zone: str = "UTC", broker_id: int = 1) -> tuple[int, list[int]]:
+    """(complete lines, line numbers of their events) of `data` as the reference reader sees them: the line
+    cut in the middle is no line."""
+    import io
+
+    complete = data[: data.rfind(b"\n") + 1]
+    entries = list(iter_log_entries(io.StringIO(complete.decode("utf-8", "replace"))))
+    numbers = [e.line_number for e in entries
+               if classify_log_entry(e.text, source_zone=zone, broker_id=broker_id).status == "event"]
+    return complete.count(b"\n"), numbers
+
+
+@pytest.mark.parametrize("available", [50_000, 150_000], ids=["cut-in-first-64KiB", "cut-past-64KiB"])
+def test_truncated_gzip_is_read_up_to_the_cut(spark: SparkSession, tables: Tables, tmp_path: Path,
+                                              available: int) -> None:
+    sample = SAMPLE_BROKER_LOG.read_bytes()
+    cut, readable = gzip_cut_at(sample, available)
+    assert readable < len(sample)
+    (tmp_path / "b").mkdir()
+    gz = tmp_path / "b" / "server.log.1.gz"
+    gz.write_bytes(cut)
+    lines, event_lines = reference_events_before(sample[:readable])
+    assert event_lines, "the cut keeps some coordinator events"
+    sources = [LogSource("c5", "broker-1", (str(tmp_path / "b" / "server.log*"),), "UTC", 1)]
+    result = run_logs(tables, sources, "run-1", STARTED)
+    expected = spark.createDataFrame([(str(gz), "read_with_errors", 1, lines, 0, 0, 0)], DAMAGE_COLUMNS)
+    assert_df_equality(damage(tables), expected, ignore_nullable=True, ignore_metadata=True)
+    (row,) = tables.read(LOG_FILE_READS).collect()
+    assert row["read_error"].startswith(f"truncated or corrupt gzip at uncompressed byte {readable}")
+    assert [r["line_number"] for r in events(tables).collect()] == event_lines
+    assert f"read stopped: truncated or corrupt gzip at uncompressed byte {readable}" in result.format()
+    # The next night the file is as it was: its read stops at the same cut, nothing new, no new row.
+    again = run_logs(tables, sources, "run-2", STARTED)
+    assert tables.read(LOG_FILE_READS).count() == 1
+    assert again.files[0]["status"] == "read_with_errors" and again.files[0]["lines"] == 0
+
+
+def test_files_that_cannot_be_read_get_a_row(spark: SparkSession, tables: Tables, tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    write_lines(tmp_path / "b" / "server.log.2", BROKER_LINES[1:3])
+    (tmp_path / "b" / "server.log.3.gz").write_bytes("".join(line + "\n" for line in BROKER_LINES).encode())
+    (tmp_path / "b" / "server.log.4").write_bytes(b"")  # rotated, empty: it will never get a first line
+    (tmp_path / "b" / "server.log").write_bytes(b"[2024-06-01 10:00:00,000] INFO Starting")  # active, no newline yet
+    sources = [LogSource("c6", "broker-1", (str(tmp_path / "b" / "server.log*"),), "UTC", 1)]
+    result = run_logs(tables, sources, "run-1", STARTED)
+    rows = {Path(r["path"]).name: (r["status"], r["lines_read"], r["read_error"])
+            for r in tables.read(LOG_FILE_READS).collect()}
+    assert set(rows) == {"server.log", "server.log.2", "server.log.3.gz", "server.log.4"}
+    assert rows["server.log.2"] == ("read", 2, None)
+    assert rows["server.log.3.gz"][:2] == ("unreadable", 0) and "BadGzipFile" in rows["server.log.3.gz"][2]
+    assert rows["server.log.4"][:2] == ("unreadable", 0) and "no complete first line" in rows["server.log.4"][2]
+    assert rows["server.log"][:2] == ("waiting", 0) and "no complete first line" in rows["server.log"][2]
+    summary = result.format()
+    assert "server.log.3.gz: unreadable: " in summary and "server.log: waiting: " in summary
+    # Unchanged files: the same rows, none repeated.
+    run_logs(tables, sources, "run-2", STARTED)
+    assert sorted(r["ingest_run_id"] for r in tables.read(LOG_FILE_READS).collect()) == ["run-1"] * 4
+
+
+def test_damaged_lines_counted_and_still_parsed(spark: SparkSession, tables: Tables, tmp_path: Path) -> None:
+    stabilized = BROKER_LINES[6].encode()
+    at = stabilized.index(b"Stabilized") + 5
+    damaged = stabilized[:at] + b"\xff" + stabilized[at:]  # one invalid byte inside "Stabilized"
+    assert classify_log_entry(damaged.decode("utf-8", "replace"), source_zone="UTC").status == "unparsed"
+    long_line = b"[2024-06-01 10:00:08,000] INFO [GroupCoordinator 1]: " + b"x" * 10_000_000 + b" " + GC.encode()
+    lines = [
+        BROKER_LINES[0].encode(),
+        b"\x00\x01\x02PK\x03\x04 binary garbage \xfe\xff",
+        b"garbage with a bell \x07 and NULs \x00\x00",
+        BROKER_LINES[1].encode(),
+        damaged,
+        long_line,
+        "[2024-06-01 10:00:09,000] INFO [GroupCoordinator 1]: Stabilized group café generation 2"
+        " (__consumer_offsets-3) with 1 members ".encode() + GC.encode(),
+    ]
+    (tmp_path / "b").mkdir()
+    log = tmp_path / "b" / "server.log.1"
+    log.write_bytes(b"".join(line + b"\n" for line in lines))
+    max_line_bytes = 1 << 20
+
+    def valid_utf8(line: bytes) -> bool:
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
+
+    expected_counts = (
+        sum(any(b < 32 and b not in (9, 13, 27) for b in line) for line in lines),
+        sum(len(line) > max_line_bytes for line in lines),
+        sum(not valid_utf8(line) for line in lines),
+    )
+    assert expected_counts == (2, 1, 2)
+    result = run_logs(tables, [LogSource("c7", "broker-1", (str(tmp_path / "b" / "server.log*"),), "UTC", 1)],
+                      "run-1", STARTED, max_line_bytes=max_line_bytes)
+    expected = spark.createDataFrame([(str(log), "read_with_errors", 1, 7, *expected_counts)], DAMAGE_COLUMNS)
+    assert_df_equality(damage(tables), expected, ignore_nullable=True, ignore_metadata=True)
+    (summary,) = result.files
+    assert (summary["malformed_lines"], summary["overlong_lines"], summary["invalid_utf8_lines"]) == expected_counts
+    assert "2 malformed, 1 over-long (cut), 2 invalid UTF-8" in result.format()
+    found = [(r["line_number"], r["event_type"], r["group_id"], r["generation"])
+             for r in events(tables).collect()]
+    assert found == [(4, "MEMBER_FAILED_SESSION_TIMEOUT", "orders-svc", None),
+                     (5, "GROUP_STABILIZED", "orders-svc", 7), (7, "GROUP_STABILIZED", "café", 2)]
+    # The over-long line is archived cut to max_line_bytes; the damaged one as read (replacement character).
+    archived = {r["line_number"]: r["text"] for r in raw_lines(tables).collect()}
+    assert len(archived[6].encode()) == max_line_bytes and archived[6].startswith(long_line[:60].decode())
+    assert archived[5] == damaged.decode("utf-8", "replace")
+
+
+def test_log_file_reads_of_the_old_layout_gains_the_new_columns(spark: SparkSession, tables: Tables,
+                                                                  tmp_path: Path) -> None:
+    """A warehouse written before log_file_reads had its status and damage counts keeps working: the
+    table gains the columns (null in the old rows) when the stage ensures it, registered or not."""
+    from pyspark.sql import types as T
+
+    new = ["status", "malformed_lines", "overlong_lines", "invalid_utf8_lines"]
+    old_schema = T.StructType([f for f in LOG_FILE_READS.schema.fields if f.name not in new])
+    assert [f.name for f in LOG_FILE_READS.schema.fields][-len(new):] == new
+    old_row = ("c1", "f" * 32, 1, 1, 10, "broker-1", "/x/server.log", 1, 1, 0, 0, 0, 0, 0, [], None, "run-0",
+               dt.datetime(2024, 5, 1))
+    # Not registered in the catalog (a new metastore): registered as it is found, then evolved.
+    spark.createDataFrame([old_row], old_schema).write.format("delta").save(tables.path(LOG_FILE_READS))
+    tables.ensure(LOG_FILE_READS)
+    got = tables.read(LOG_FILE_READS)
+    assert [f.name for f in got.schema.fields] == LOG_FILE_READS.column_names
+    assert [tuple(r) for r in got.select(*new).collect()] == [(None, None, None, None)]
+    # Registered in the catalog with the old columns (the common case of an existing warehouse).
+    other = Tables(spark, tables.database + "_old", str(tmp_path / "old"))
+    other.ensure_database()
+    spark.createDataFrame([old_row], old_schema).write.format("delta").saveAsTable(
+        f"{other.database}.{LOG_FILE_READS.name}", path=other.path(LOG_FILE_READS))
+    other.ensure(LOG_FILE_READS)
+    assert [f.name for f in other.read(LOG_FILE_READS).schema.fields] == LOG_FILE_READS.column_names
+    # Columns that are not an extension of the old ones are still refused.
+    wrong = Tables(spark, tables.database + "_wrong", str(tmp_path / "wrong"))
+    wrong.ensure_database()
+    spark.createDataFrame([("c1",)], "cluster string").write.format("delta").save(wrong.path(LOG_FILE_READS))
+    with pytest.raises(ValueError, match="columns are not log_file_reads'"):
+        wrong.ensure(LOG_FILE_READS)
