@@ -20,7 +20,9 @@ import argparse
 import datetime as dt
 import json
 import secrets
+import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,7 +35,13 @@ from coordinator_core.storms import StormThresholds
 from jobs.common.config import Config, load_job_config
 from jobs.common.delta_io import Tables
 from jobs.common.progress import log, step
-from jobs.common.run_lock import RunClaim, explain_metastore_failure
+from jobs.common.run_lock import (
+    EXIT_WAREHOUSE_CLAIMED,
+    RunClaim,
+    WarehouseClaimed,
+    explain_metastore_failure,
+    metastore_refusal,
+)
 from jobs.common.session import build_session
 from jobs.decode import (
     DecodeResult,
@@ -519,6 +527,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--debug", action="store_true", help="on a configuration error, print the traceback too")
     args = parser.parse_args(list(argv) if argv is not None else None)
     config = load_job_config(args.conf, debug=args.debug)
+    refused = metastore_refusal(config.spark)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return EXIT_WAREHOUSE_CLAIMED
     spark = build_session(config)
     try:
         ctx = run_nightly(spark, config, stop_after=args.stop_after, rebuild=args.rebuild)
@@ -526,6 +538,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StoppedAfterStage as stopped:
         log(f"stopped after stage {stopped} as asked; the next run recovers")
         return 3
+    except WarehouseClaimed as claimed:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {claimed}", file=sys.stderr)
+        return EXIT_WAREHOUSE_CLAIMED
     finally:
         spark.stop()
     return 0

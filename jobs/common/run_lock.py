@@ -20,6 +20,7 @@ Spark starts, and `explain_metastore_failure` turns Hive's error into the same k
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import errno
@@ -27,6 +28,7 @@ import fcntl
 import json
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 from delta.exceptions import DeltaConcurrentModificationException
@@ -35,6 +37,10 @@ from pyspark.sql import functions as F
 from jobs.common.config import SparkConfig
 from jobs.common.delta_io import Tables
 from schemas.observability import RUN_CLAIMS
+
+#: The jobs' exit status when another run holds the warehouse or its metastore: sysexits' EX_TEMPFAIL ("try
+#: again later"), which schedulers can tell from a failure.
+EXIT_WAREHOUSE_CLAIMED = 75
 
 
 class WarehouseClaimed(RuntimeError):
@@ -117,6 +123,28 @@ def _lost_a_commit_race(error: BaseException) -> bool:
         return False
     return any(n.startswith(("io.delta.exceptions.Concurrent", "org.apache.spark.sql.delta.Concurrent"))
                or n.endswith("DeltaConcurrentModificationException") for n in names)
+
+
+@contextlib.contextmanager
+def _local_creation_lock(table_path: str) -> Iterator[None]:
+    """An OS lock around the creation of run_claims when it is on a local file system.
+
+    Two processes creating one Delta table at once on a local disk can leave its first commit file and
+    that file's checksum (`.crc`, written beside it by Hadoop's local file system) from different writers,
+    and then no one can read the table (seen in the two-driver test). Delta's log stores for HDFS and the
+    object stores make the first commit atomic; a local directory needs this lock, once per warehouse.
+    """
+    if "://" in table_path and not table_path.startswith("file:"):
+        yield
+        return
+    local = Path(table_path.removeprefix("file:"))
+    local.parent.mkdir(parents=True, exist_ok=True)
+    with open(local.parent / f".{local.name}.create.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _utcnow() -> dt.datetime:
@@ -206,13 +234,14 @@ class RunClaim:
 
     def claim(self) -> None:
         """Take the warehouse or raise WarehouseClaimed naming the run that holds it."""
-        try:
-            self.tables.ensure(RUN_CLAIMS)
-        except Exception:
-            # Two first runs at once both create the table; the one that lost that race finds it there.
-            if not self.tables.exists(RUN_CLAIMS):
-                raise
-            self.tables.ensure(RUN_CLAIMS)
+        with _local_creation_lock(self.tables.path(RUN_CLAIMS)):
+            try:
+                self.tables.ensure(RUN_CLAIMS)
+            except Exception:
+                # Two first runs at once both create the table; the one that lost that race finds it there.
+                if not self.tables.exists(RUN_CLAIMS):
+                    raise
+                self.tables.ensure(RUN_CLAIMS)
         self.version_before = self.tables.version(RUN_CLAIMS)
         holder = self.latest()
         why = "" if holder is None else self._may_take_over(holder, _utcnow())
@@ -281,6 +310,15 @@ def derby_in_use(metastore_dir: str) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def metastore_refusal(spark: SparkConfig) -> str | None:
+    """Why this process cannot open the catalog (the embedded Derby metastore is booted by another), asked
+    before Spark starts; None when it can."""
+    metastore_dir = embedded_derby(spark)
+    if metastore_dir is not None and derby_in_use(metastore_dir):
+        return derby_message(metastore_dir)
+    return None
 
 
 def derby_message(metastore_dir: str) -> str:

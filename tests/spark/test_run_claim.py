@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from jobs.common.config import Config, SparkConfig
+from jobs.common.config import Config, SparkConfig, parse_config
 from jobs.common.delta_io import Tables
 from jobs.common.run_lock import (
     APP_ID,
@@ -144,6 +144,15 @@ def test_an_embedded_derby_metastore_in_use_is_named_not_a_hive_stack(tmp_path: 
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "booted"
         assert derby_in_use(str(metastore))
+        # The nightly job on that metastore: one line before Spark starts, status 75.
+        conf = _nightly_toml(tmp_path / "nightly.toml", tmp_path / "tables",
+                             f'catalog = "hive"\nwarehouse_dir = "{tmp_path / "sw"}"\nmetastore_dir = "{metastore}"')
+        started = time.monotonic()
+        job = subprocess.run([sys.executable, "-m", "jobs.nightly", "--conf", str(conf)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=600)
+        assert job.returncode == 75, job.stderr[-3000:]
+        assert f"embedded Derby metastore {metastore} is in use by another process" in _one_error_line(job.stderr)
+        assert time.monotonic() - started < 30 and "SparkContext" not in job.stderr
         spark_config = SparkConfig(catalog="hive", metastore_dir=str(metastore))
         hive_failure = Exception("org.apache.spark.sql.AnalysisException: java.lang.RuntimeException: Unable to "
                                  "instantiate org.apache.hadoop.hive.ql.metadata.SessionHiveMetaStoreClient")
@@ -157,6 +166,59 @@ def test_an_embedded_derby_metastore_in_use_is_named_not_a_hive_stack(tmp_path: 
         holder.stdin.close()  # the holder stops its session and its JVM, which lets go of the database
         holder.wait(timeout=120)
     assert not derby_in_use(str(metastore))
+
+
+def _nightly_toml(path: Path, location: Path, spark_lines: str) -> Path:
+    jars = parse_config({"sources": {"mode": "none"}}).spark.jars_dir
+    path.write_text(f'''[sources]
+mode = "none"
+
+[tables]
+database = "claims_e2e"
+location = "{location}"
+
+[spark]
+master = "local[1]"
+jars_dir = "{jars}"
+show_progress = false
+{spark_lines}
+''')
+    return path
+
+
+def _one_error_line(stderr: str) -> str:
+    errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in stderr and "at org.apache" not in stderr, stderr[-3000:]
+    return errors[0]
+
+
+def test_the_nightly_job_refused_by_a_held_claim_exits_75_with_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    """A second `python -m jobs.nightly` on a warehouse another driver holds (its own JVM and catalog):
+    status 75 (EX_TEMPFAIL), one line naming the holder, no table of the run created."""
+    location = tmp_path / "tables"
+    go, ready, out = tmp_path / "go", tmp_path / "ready", tmp_path / "out"
+    go.touch()
+    with open(tmp_path / "holder.log", "w") as log:
+        holder = subprocess.Popen(
+            [sys.executable, "-m", "tests.spark.claim_worker", "--location", str(location), "--run-id", "holder-run",
+             "--ready", str(ready), "--go", str(go), "--out", str(out), "--hold", "900"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not (out.exists() and out.read_text().startswith("won")):
+            assert holder.poll() is None and time.monotonic() < deadline, (tmp_path / "holder.log").read_text()[-3000:]
+            time.sleep(0.1)
+        conf = _nightly_toml(tmp_path / "nightly.toml", location,
+                             f'catalog = "in-memory"\nwarehouse_dir = "{tmp_path / "sw"}"\nmetastore_dir = ""')
+        job = subprocess.run([sys.executable, "-m", "jobs.nightly", "--conf", str(conf)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=600)
+    finally:
+        os.killpg(holder.pid, 9)
+        holder.wait(timeout=60)
+    assert job.returncode == 75, job.stderr[-3000:]
+    line = _one_error_line(job.stderr)
+    assert "run holder-run (claim_worker, pid" in line and "holds the warehouse" in line
+    assert sorted(p.name for p in location.iterdir()) == ["run_claims"]  # not even ingest_runs
 
 
 # A driver with the embedded Derby metastore booted (the default local configuration), held until killed.
@@ -182,7 +244,7 @@ SparkContext._gateway.proc.wait(timeout=60)
 
 
 def test_config_key_for_the_stale_claim_is_checked() -> None:
-    from jobs.common.config import ConfigError, parse_config
+    from jobs.common.config import ConfigError
 
     with pytest.raises(ConfigError, match="run.lock_stale_hours must be more than 0"):
         parse_config({"sources": {"mode": "none"}, "run": {"lock_stale_hours": 0}})
