@@ -479,12 +479,13 @@ def load_config(path: str | os.PathLike[str] | None = None, *, check_paths: bool
     return config
 
 
-def load_job_config(path: str | os.PathLike[str] | None, *, debug: bool = False) -> Config:
+def load_job_config(path: str | os.PathLike[str] | None, *, debug: bool = False, check_paths: bool = True
+                    ) -> Config:
     """`load_config` for a job's `main`, before it starts Spark: paths checked, and a config error ends the
     process with one line on stderr (`error: <message>`) and status 2, as argparse does for a bad command
     line. With `debug` the traceback is printed first."""
     try:
-        return load_config(path, check_paths=True)
+        return load_config(path, check_paths=check_paths)
     except ConfigError as error:
         if debug:
             traceback.print_exc()
