@@ -89,8 +89,9 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from coordinator_core.logs import CONTAINER_PREFIXES
-from jobs.common.config import PROJECT_ROOT, ConfigError, LogsConfig, LogSource, load_config, parse_config
+from jobs.common.config import PROJECT_ROOT, ConfigError, LogsConfig, LogSource, load_job_config, parse_config
 from jobs.common.delta_io import Tables, write_together
+from jobs.common.run_lock import EXIT_WAREHOUSE_CLAIMED, RunClaim, WarehouseClaimed, metastore_refusal
 from jobs.common.session import build_session, session_setting
 from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
 
@@ -1212,19 +1213,30 @@ def run_logs(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jobs.logs", description="Archive and parse coordinator logs.")
     parser.add_argument("--conf", default=None, help="TOML configuration (default: conf/local.toml)")
+    parser.add_argument("--debug", action="store_true", help="on a configuration error, print the traceback too")
     args = parser.parse_args(list(argv) if argv is not None else None)
-    config = load_config(args.conf)
+    config = load_job_config(args.conf, debug=args.debug)
     sources = config.sources.logs
     if not sources:
         print("no [[sources.logs]] configured; nothing to do", file=sys.stderr)
         return 0
+    refused = metastore_refusal(config.spark)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return EXIT_WAREHOUSE_CLAIMED
     spark: SparkSession = build_session(config)
     try:
         tables = Tables(spark, config.tables.database, config.tables.location)
         tables.ensure_database()
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
         run_id = f"{now:%Y%m%dT%H%M%S%f}Z-logs"
-        print(run_logs(tables, sources, run_id, now).format())
+        # The same claim as a nightly run's: the two must not append the same lines at once. (What this job
+        # writes is not a committed nightly run: the next nightly run rolls it back and reads the lines again.)
+        with RunClaim(tables, run_id, "jobs.logs", config.run.lock_stale_hours):
+            print(run_logs(tables, sources, run_id, now, max_line_bytes=config.logs.max_line_bytes).format())
+    except WarehouseClaimed as claimed:
+        print(f"error: {claimed}", file=sys.stderr)
+        return EXIT_WAREHOUSE_CLAIMED
     finally:
         spark.stop()
     return 0

@@ -157,7 +157,8 @@ def _decode_stage(ctx: RunContext) -> None:
 def _logs_stage(ctx: RunContext) -> None:
     if not ctx.config.sources.logs:
         return
-    result = run_logs(ctx.tables, ctx.config.sources.logs, ctx.run_id, ctx.started_at)
+    result = run_logs(ctx.tables, ctx.config.sources.logs, ctx.run_id, ctx.started_at,
+                      max_line_bytes=ctx.config.logs.max_line_bytes)
     ctx.extra["logs"] = result.format()
 
 
