@@ -724,3 +724,27 @@ def test_log_file_reads_of_the_old_layout_gains_the_new_columns(spark: SparkSess
     spark.createDataFrame([("c1",)], "cluster string").write.format("delta").save(wrong.path(LOG_FILE_READS))
     with pytest.raises(ValueError, match="columns are not log_file_reads'"):
         wrong.ensure(LOG_FILE_READS)
+
+
+def test_the_nightly_logs_stage_cuts_lines_at_the_configured_max_line_bytes(spark: SparkSession, tmp_path: Path
+                                                                           ) -> None:
+    """`[logs] max_line_bytes` reaches the scan through the nightly job (it once read the default whatever
+    the configuration said): a 5,000-byte line is over-long at 2,048 and archived cut there."""
+    from jobs.common.config import Config, LogsConfig, SourcesConfig, TablesConfig
+    from jobs.nightly import STAGES, run_nightly
+
+    long_line = f"[2024-06-01 10:00:08,000] INFO [GroupCoordinator 1]: {'y' * 5000} {GC}".encode()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "server.log.1").write_bytes(BROKER_LINES[1].encode() + b"\n" + long_line + b"\n")
+    config = Config(
+        sources=SourcesConfig(mode="none", logs=(LogSource("c9", "broker-1", (str(tmp_path / "b" / "server.log*"),),
+                                                           "UTC", 1),)),
+        tables=TablesConfig(database="cgh_logs_max_line", location=str(tmp_path / "tables")),
+        logs=LogsConfig(max_line_bytes=2048),
+    )
+    run_nightly(spark, config, stages=tuple(s for s in STAGES if s.name == "logs"))
+    tables = Tables(spark, config.tables.database, config.tables.location)
+    (row,) = tables.read(LOG_FILE_READS).select("overlong_lines", "malformed_lines").collect()
+    assert (row["overlong_lines"], row["malformed_lines"]) == (1, 0)
+    texts = [r["text"] for r in tables.read(RAW_LOG_LINES).where("line_number = 2").collect()]
+    assert [len(t.encode()) for t in texts] == [2048]
