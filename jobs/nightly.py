@@ -403,10 +403,14 @@ def _run_claimed(
     # group_state, and a group_metadata of an older layout, are checked against their contracts after the
     # rollback below (see there).
     old_group_metadata = group_metadata_lacks_members(tables)
-    tables.ensure_all([spec for spec in ALL_TABLES
-                       if spec is not GROUP_STATE and not (old_group_metadata and spec is GROUP_METADATA)])
+    # The rollback comes before the other tables are ensured: ensuring a table of an older layout adds its new
+    # columns (a schema change, a commit of its own), which the rollback would take for a dead run's write
+    # and undo again.
+    tables.ensure(INGEST_RUNS)
     committed = last_committed(tables)
     restored = recover(tables, committed, stages)
+    tables.ensure_all([spec for spec in ALL_TABLES
+                       if spec is not GROUP_STATE and not (old_group_metadata and spec is GROUP_METADATA)])
     if restored:
         log(f"previous run did not finish; rolled back {', '.join(restored)} to run {committed.run_id}")
         # A restored table holds what the committed run left, at a new version. The gold stages read what

@@ -748,3 +748,29 @@ def test_the_nightly_logs_stage_cuts_lines_at_the_configured_max_line_bytes(spar
     assert (row["overlong_lines"], row["malformed_lines"]) == (1, 0)
     texts = [r["text"] for r in tables.read(RAW_LOG_LINES).where("line_number = 2").collect()]
     assert [len(t.encode()) for t in texts] == [2048]
+
+
+def test_the_first_nightly_run_after_log_file_reads_gained_columns_rolls_nothing_back(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """A warehouse whose log_file_reads has the older layout: the run adds the columns and keeps them. (The
+    rollback used to run after the tables were ensured: it took the added columns for a dead run's write
+    and restored the old layout, printing a false "rolled back log_file_reads".)"""
+    from pyspark.sql import types as T
+
+    from jobs.common.config import Config, SourcesConfig, TablesConfig
+    from jobs.nightly import STAGES, run_nightly
+
+    new = ["status", "malformed_lines", "overlong_lines", "invalid_utf8_lines"]
+    old_schema = T.StructType([f for f in LOG_FILE_READS.schema.fields if f.name not in new])
+    old_row = ("c1", "f" * 32, 1, 1, 10, "broker-1", "/x/server.log", 1, 1, 0, 0, 0, 0, 0, [], None, "run-0",
+               dt.datetime(2024, 5, 1))
+    config = Config(sources=SourcesConfig(mode="none"),
+                    tables=TablesConfig(database="cgh_logs_upgrade", location=str(tmp_path / "tables")))
+    tables = Tables(spark, config.tables.database, config.tables.location)
+    spark.createDataFrame([old_row], old_schema).write.format("delta").save(tables.path(LOG_FILE_READS))
+    # The logs stage owns log_file_reads (no log sources here: it reads nothing, its table is still ensured).
+    run_nightly(spark, config, stages=tuple(s for s in STAGES if s.name == "logs"))
+    operations = [r["operation"] for r in tables.delta(LOG_FILE_READS).history().collect()]
+    assert "RESTORE" not in operations, operations
+    assert tables.read(LOG_FILE_READS).columns == LOG_FILE_READS.column_names
+    assert tables.read(LOG_FILE_READS).count() == 1
