@@ -165,11 +165,17 @@ def process_start_ticks(pid: int) -> int | None:
 def process_alive(pid: int, started: int | None) -> bool:
     """True unless process `pid` is known gone (or the pid now belongs to a later process)."""
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
     except PermissionError:
-        pass  # exists, owned by someone else
+        # The process exists but belongs to another user: alive, unless its start time shows a reused pid.
+        return _same_start(pid, started)
+    return _same_start(pid, started)
+
+
+def _same_start(pid: int, started: int | None) -> bool:
+    """False when `pid` now names a later process than the one that started at `started`."""
     if started is not None:
         now_started = process_start_ticks(pid)
         if now_started is not None and now_started != started:
