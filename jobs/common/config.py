@@ -227,7 +227,10 @@ class SparkConfig:
     shuffle_partitions: int = 8
     # Local jar directory filled by scripts/bootstrap; empty when spark-submit passes --jars/--packages.
     jars_dir: str = ".cache/jars/spark"
-    show_progress: bool = True
+    # Spark's console progress bars (spark.ui.showConsoleProgress). Off by default: the jobs print their own
+    # progress per stage (records, rate, ETA), and Spark's bars, written over one line with carriage returns,
+    # run into those lines when stderr is a file.
+    show_progress: bool = False
     extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -276,6 +279,22 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """Where the nightly job writes its metrics for node_exporter's textfile collector (also `--metrics-file`).
+
+    ``textfile``: a file named `*.prom` (the collector reads no other) in the collector's directory
+    (`--collector.textfile.directory`); written after every successful run, atomically. Empty: none.
+    """
+
+    textfile: str = ""
+
+    def __post_init__(self) -> None:
+        if self.textfile and not self.textfile.endswith(".prom"):
+            raise ConfigError(f"metrics.textfile must name a .prom file (node_exporter's textfile collector reads "
+                              f"no other), found {self.textfile!r}")
+
+
+@dataclass(frozen=True)
 class Config:
     sources: SourcesConfig = field(default_factory=SourcesConfig)
     tables: TablesConfig = field(default_factory=TablesConfig)
@@ -287,6 +306,7 @@ class Config:
     report: ReportConfig = field(default_factory=ReportConfig)
     logs: LogsConfig = field(default_factory=LogsConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
 
 # Fields holding filesystem locations, resolved against the project root when relative.
@@ -297,6 +317,7 @@ _PATH_FIELDS = {
     (SparkConfig, "metastore_dir"),
     (SparkConfig, "jars_dir"),
     (ReportConfig, "path"),
+    (MetricsConfig, "textfile"),
 }
 
 
@@ -420,6 +441,9 @@ def check_config_paths(config: Config) -> list[str]:
         if not log.allow_empty:
             raise ConfigError(f"{problem} (allow_empty = true accepts a source whose files come and go)")
         warnings.append(f"{problem} (allowed: allow_empty = true)")
+    textfile = config.metrics.textfile
+    if textfile and "://" not in textfile and not os.path.isdir(os.path.dirname(textfile)):
+        raise ConfigError(f"metrics.textfile must be in an existing directory (the collector's), found {textfile!r}")
     if config.sources.mode == "segments":
         for i, segments in enumerate(config.sources.segments):
             key = f"sources.segments[{i}].path (cluster {segments.cluster})"

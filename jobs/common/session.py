@@ -45,6 +45,16 @@ def local_jars(jars_dir: str) -> list[str]:
 #: executors' JVM options are the cluster's (`spark.executor.extraJavaOptions`, see conf/cluster.example.toml).
 LOCAL_GC_OPTION = "-XX:+UseParallelGC"
 
+#: The jobs' log4j2 settings (Spark's WARN lines that mean nothing to an operator silenced, each with its
+#: reason). Given to the driver JVM of local runs; under spark-submit with --driver-java-options (README).
+LOG4J2_PROPERTIES = Path(__file__).resolve().parents[2] / "conf" / "log4j2.properties"
+
+
+def log4j2_option() -> list[str]:
+    """The driver JVM option naming conf/log4j2.properties, when the project's conf/ is there (an installed
+    wheel has none: then Spark's defaults apply and `_quiet_expected_warnings` still lowers two loggers)."""
+    return [f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}"] if LOG4J2_PROPERTIES.is_file() else []
+
 
 def launched_by_spark_submit() -> bool:
     """True when the Python driver was started by spark-submit (the JVM gateway already exists)."""
@@ -89,6 +99,8 @@ def spark_conf(spark: SparkConfig, *, for_shell: bool = False) -> dict[str, str]
     driver_java_options = []
     if spark.master.startswith("local") and (for_shell or not launched_by_spark_submit()):
         driver_java_options.append(LOCAL_GC_OPTION)
+    if for_shell or not launched_by_spark_submit():
+        driver_java_options += log4j2_option()
     if spark.catalog == "hive" and spark.metastore_dir and "://" not in spark.metastore_dir:
         # Embedded Derby metastore at a fixed place, so every process (job, spark-sql) shares one catalog.
         conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
