@@ -6,8 +6,7 @@ plus the generation rows the run inserted, amended or deleted give the storms to
 whose changes reach before its carried window is folded again from its rows in group_generations (rare:
 a row amended after the reopen horizon). Lock-step waves involve groups the run did not touch, so they are
 marked again for the chains of storms near the changed ones, read from rebalance_storms by cluster and time
-range. The report job reads the small gold tables, keeps the groups worth showing, and renders one
-self-contained HTML file.
+range. The audit report lives in jobs.report (`write_report` here delegates to it).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from jobs.common.group_state import clear_state, merge_state, read_state
 from jobs.common.progress import step
 from jobs.history import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
 from schemas._spec import TableSpec
-from schemas.gold import ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
+from schemas.gold import GROUP_GENERATIONS, REBALANCE_STORMS
 
 #: Generation outcomes that are rebalances (a "created" row is the group's birth, not a rebalance).
 REBALANCE_OUTCOMES = tuple(sorted(_OUTCOMES))
@@ -357,59 +356,9 @@ def run_storms(tables: Tables, changed_generations: DataFrame, thresholds: Storm
 # The audit report
 
 
-def report_frames(tables: Tables, groups_shown: int) -> dict[str, pd.DataFrame]:
-    """The report's inputs, each bounded: the fleet summary has one row per group that rebalanced; the
-    generations and what-if rows only cover the `groups_shown` stormiest or busiest groups."""
-    gens = tables.read(GROUP_GENERATIONS).where(F.col("outcome").isin(*REBALANCE_OUTCOMES))
-    storms = tables.read(REBALANCE_STORMS)
-    per_group_storms = storms.groupBy(*GROUP_KEY).agg(F.count("*").alias("storms"))
-    fleet = (
-        gens.groupBy(*GROUP_KEY, "cause").agg(F.count("*").alias("n"), F.sum("rebalance_ms").alias("ms"))
-        .groupBy(*GROUP_KEY)
-        .agg(F.sum("n").alias("rebalances"), (F.sum("ms") / 1000.0).alias("total_rebalance_seconds"),
-             F.max_by("cause", "n").alias("dominant_cause"))
-        .join(per_group_storms, on=GROUP_KEY, how="left")
-        .fillna({"storms": 0, "total_rebalance_seconds": 0.0})
-    )
-    fleet_pdf = fleet.toPandas()
-    storms_pdf = storms.orderBy(F.desc("severity")).limit(500).toPandas()
-    ranked = list(dict.fromkeys(
-        [(r.cluster, r.group_id) for r in storms_pdf.itertuples()]
-        + [(r.cluster, r.group_id) for r in fleet_pdf.sort_values("rebalances", ascending=False).itertuples()]))
-    shown = ranked[:groups_shown]
-    spark = tables.spark
-    shown_df = spark.createDataFrame(shown or [("", "")], "cluster string, group_id string")
-    members_label = F.transform(
-        "members", lambda m: F.when(m["group_instance_id"].isNotNull(), F.concat(F.lit("instance "),
-                                                                                 m["group_instance_id"]))
-        .otherwise(F.concat(F.coalesce(m["client_id"], F.lit("?")), F.lit("@"), F.coalesce(m["client_host"],
-                                                                                            F.lit("?")))))
-    gens_pdf = (
-        gens.join(shown_df, on=GROUP_KEY, how="inner")
-        .select(*GROUP_KEY, "generation", F.col("rebalance_started_at").alias("started_at"), "ended_at",
-                (F.col("rebalance_ms") / 1000.0).alias("duration_seconds"), "cause", "cause_inferred",
-                members_label.alias("members"), F.size("partitions_moved").alias("partitions_moved"))
-        .toPandas()
-    )
-    whatif_pdf = (
-        tables.read(ASSIGNOR_WHATIF).join(shown_df, on=GROUP_KEY, how="inner")
-        .groupBy(*GROUP_KEY, "assignor", "static_membership")
-        .agg(F.sum("partitions_moved").alias("partitions_moved"), F.sum("paused_partitions").alias("paused_partitions"))
-        .toPandas()
-    )
-    return {"fleet": fleet_pdf, "storms": storms_pdf, "generations": gens_pdf, "whatif": whatif_pdf}
-
-
 def write_report(tables: Tables, out_path: Path, groups_shown: int = 8, source: str = "") -> Path:
-    from jobs.common.report_html import ReportData, render_report
+    """The audit report (see jobs.report, where it lives; imported when called, so that the storm stage
+    does not load plotly)."""
+    from jobs.report import write_report as write
 
-    frames = report_frames(tables, groups_shown)
-    gens = frames["generations"]
-    gens["members"] = gens["members"].map(lambda v: list(v) if v is not None else [])
-    storms = frames["storms"]
-    storms["flapping_members"] = storms["flapping_members"].map(lambda v: list(v) if v is not None else [])
-    data = ReportData(frames["fleet"], storms, gens, frames["whatif"],
-                      generated_at=dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), source=source)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(render_report(data, groups_shown=groups_shown), encoding="utf-8")
-    return out_path
+    return write(tables, out_path, groups_shown, source)

@@ -4,10 +4,15 @@ Plots are Plotly figures with plotly.js embedded once in the page, so the file w
 small, already-aggregated data (pandas frames taken from the gold tables, bounded by the number of groups
 shown), so this module does no Spark work and can be tested on hand-made frames.
 
-Sections: fleet overview (groups by rebalances, storms on a timeline), one section per stormiest group
-(members per generation as a Gantt chart, rebalance durations and partitions moved per rebalance, causes
-coloured), and the what-if summary (partitions moved under each assignor, with and without static
-membership).
+Sections: key figures (each one a chart below shows), the fleet overview (groups by rebalances, storms on
+a timeline, the storm table with the why of each storm: trigger member, the log line, what to change, and a
+link to the group's section), one section per group shown (the why, members per generation as a Gantt
+chart, durations and partitions moved, every rebalance with its cause and evidence), and the what-if
+replay per group (its assignor against the others, and the rebalances static membership would have
+avoided). Every time is UTC and says so; a cause has one colour on the whole page.
+
+Which groups get a section is decided once (`shown_groups`): the job reads the generations of exactly
+those groups, and the page draws exactly those sections.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from __future__ import annotations
 import datetime as dt
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 import plotly.express as px
@@ -23,37 +29,77 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-#: One colour per cause class, so a cause looks the same in every plot of the report.
+from coordinator_core.advice import advice_for
+
+#: One colour per cause class (every class in coordinator_core.logs.events.CAUSE_CLASSES, plus unknown and
+#: the group's creation), so a cause looks the same in every plot of the report; a test checks the set.
 CAUSE_COLOURS = {
     "new_member": "#4C78A8",
     "member_left": "#72B7B2",
     "session_timeout": "#E45756",
     "poll_timeout": "#F58518",
     "not_rejoined_in_time": "#B279A2",
-    "subscription_or_metadata_change": "#54A24B",
+    "metadata_change": "#54A24B",
     "leader_rejoin": "#9D755D",
     "static_member_replaced": "#EECA3B",
     "static_member_fenced": "#FF9DA6",
     "coordinator_failover": "#BAB0AC",
+    "coordinator_error": "#6B4C9A",
     "group_empty_or_dead": "#79706E",
     "offsets_expired_or_deleted": "#D67195",
-    "first_generation": "#C7C7C7",
+    "rebalance_in_progress": "#A0CBE8",
+    "member_evicted": "#B6992D",
+    "cooperative_second_round": "#8CD17D",
+    "group_over_capacity": "#86BCB6",
+    "group_protocol_migration": "#499894",
+    "group_created": "#C7C7C7",
     "unknown": "#8C8C8C",
 }
 
+#: The assignors the what-if replay uses, in the order the report lists them.
+WHATIF_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+#: How many groups the fleet chart draws (the KPI counts them all; the chart title says how many it shows).
+FLEET_CHART_GROUPS = 25
+
 # Columns each input frame must have (extra columns are ignored).
-FLEET_COLUMNS = ("cluster", "group_id", "rebalances", "storms", "total_rebalance_seconds", "dominant_cause")
+FLEET_COLUMNS = ("cluster", "group_id", "rebalances", "storms", "total_rebalance_seconds", "dominant_cause",
+                 "assignor")
 STORM_COLUMNS = ("cluster", "group_id", "window_start", "window_end", "rebalances", "total_rebalance_seconds",
-                 "stalled_seconds", "dominant_cause", "flapping_members", "lockstep_id", "severity")
+                 "stalled_seconds", "dominant_cause", "flapping_members", "lockstep_id", "severity",
+                 "trigger_member", "evidence", "cause_inferred")
 GENERATION_COLUMNS = ("cluster", "group_id", "generation", "started_at", "ended_at", "duration_seconds", "cause",
-                      "cause_inferred", "members", "partitions_moved")
-WHATIF_COLUMNS = ("cluster", "group_id", "assignor", "static_membership", "partitions_moved", "paused_partitions")
+                      "cause_inferred", "members", "partitions_moved", "trigger_member", "evidence")
+WHATIF_COLUMNS = ("cluster", "group_id", "assignor", "static_membership", "generations", "partitions_moved",
+                  "paused_partitions", "absorbed_generations")
+
+#: The words next to a cause no log line explained.
+INFERRED = "inferred from the records"
+
+GroupKey = tuple[str, str]
+
+
+def shown_groups(fleet: pd.DataFrame, storms: pd.DataFrame, groups_shown: int) -> tuple[GroupKey, ...]:
+    """The groups that get a section, as (cluster, group_id): the stormiest first (by their worst storm's
+    severity), then the busiest (by rebalances); ties broken by cluster and group id, so that the job
+    (which reads their generations) and the page (which draws them) agree and a run is repeatable."""
+    ranked: list[GroupKey] = []
+    if not storms.empty:
+        worst = (storms.groupby(["cluster", "group_id"], as_index=False)["severity"].max()
+                 .sort_values(["severity", "cluster", "group_id"], ascending=[False, True, True]))
+        ranked += [(str(r.cluster), str(r.group_id)) for r in worst.itertuples()]
+    if not fleet.empty:
+        busiest = fleet.sort_values(["rebalances", "cluster", "group_id"], ascending=[False, True, True])
+        ranked += [(str(r.cluster), str(r.group_id)) for r in busiest.itertuples()]
+    return tuple(dict.fromkeys(ranked))[:groups_shown]
 
 
 @dataclass(frozen=True)
 class ReportData:
     """The report's inputs. ``generations.members`` holds, per generation, the list of member labels
-    (instance id, or client id @ host)."""
+    (instance id, or client id @ host); ``shown`` the groups that get a section (`shown_groups`; computed
+    from fleet and storms when not given). ``storms_total`` is how many storms the table holds (the storms
+    frame may carry only the most severe)."""
 
     fleet: pd.DataFrame
     storms: pd.DataFrame
@@ -62,6 +108,9 @@ class ReportData:
     generated_at: dt.datetime
     title: str = "Consumer group rebalance audit"
     source: str = ""
+    shown: tuple[GroupKey, ...] | None = None
+    storms_total: int | None = None
+    groups_shown: int = field(default=8)
 
     def __post_init__(self) -> None:
         for name, frame, columns in (("fleet", self.fleet, FLEET_COLUMNS), ("storms", self.storms, STORM_COLUMNS),
@@ -70,10 +119,31 @@ class ReportData:
             missing = [c for c in columns if c not in frame.columns]
             if missing:
                 raise ValueError(f"report input {name!r} lacks columns {missing}")
+        if self.shown is None:
+            object.__setattr__(self, "shown", shown_groups(self.fleet, self.storms, self.groups_shown))
 
 
-def _colour_map(causes: Sequence[str]) -> dict[str, str]:
-    return {c: CAUSE_COLOURS.get(c, "#8C8C8C") for c in causes}
+# ----------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def colour_map(causes: Sequence[str]) -> dict[str, str]:
+    """The page-wide colour of each cause (unknown classes get unknown's grey)."""
+    return {c: CAUSE_COLOURS.get(c, CAUSE_COLOURS["unknown"]) for c in causes}
+
+
+def utc(value: Any, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    """A timestamp as text with its zone (the tables hold UTC; a zone-aware value is converted)."""
+    if value is None or value is pd.NaT or (isinstance(value, float) and value != value):
+        return "-"
+    stamp = pd.Timestamp(value)
+    if stamp.tzinfo is not None:
+        stamp = stamp.tz_convert("UTC").tz_localize(None)
+    return f"{stamp:{fmt}} UTC"
+
+
+def _esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
 
 
 def _figure_html(fig: go.Figure, div_id: str) -> str:
@@ -96,31 +166,104 @@ def _several_clusters(data: ReportData) -> bool:
     return int(data.fleet["cluster"].nunique()) > 1 if not data.fleet.empty else False
 
 
+def _anchors(data: ReportData) -> dict[GroupKey, str]:
+    return {key: f"group-{i}" for i, key in enumerate(data.shown or ())}
+
+
+def cause_html(cause: Any, inferred: Any) -> str:
+    """A cause with its colour swatch, and "inferred from the records" when no log line explained it."""
+    name = "unknown" if cause is None or cause != cause else str(cause)
+    swatch = f'<span class="swatch" style="background:{colour_map([name])[name]}"></span>'
+    note = f' <span class="inferred">({INFERRED})</span>' if inferred is True else ""
+    return f'{swatch}<span class="cause">{_esc(name)}</span>{note}'
+
+
+def advice_html(cause: Any, *, full: bool) -> str:
+    """What to change for a cause: the setting names, and with `full` the sentence that explains them."""
+    advice = advice_for(None if cause is None or cause != cause else str(cause))
+    if advice is None:
+        return "-"
+    settings = ", ".join(f"<code>{_esc(s)}</code>" for s in advice.settings)
+    if full:
+        return f'<span class="advice">{_esc(advice.text)}</span>' + (f" Settings: {settings}." if settings else "")
+    return settings or f'<span class="advice">{_esc(advice.text.split(". ")[0])}.</span>'
+
+
+def evidence_html(evidence: Any, limit: int = 260) -> str:
+    if evidence is None or evidence != evidence or not str(evidence):
+        return '<span class="quiet-note">no log line</span>'
+    text = str(evidence)
+    short = text if len(text) <= limit else text[:limit - 1] + "…"
+    return f'<q class="evidence" title="{_esc(text)}">{_esc(short)}</q>'
+
+
+def _table(element_id: str, head: Sequence[str], rows: Sequence[Sequence[str]], css: str = "") -> str:
+    """A table whose cells are already HTML."""
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    cls = f' class="{css}"' if css else ""
+    return f'<table id="{element_id}"{cls}><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+
+
+# ----------------------------------------------------------------------------------------------
+# Sections
+
+
+def _kpis(data: ReportData) -> str:
+    """Key figures, each counted as the chart or table below counts it: a group is a group id in one
+    cluster (the fleet chart's rows)."""
+    storms_total = len(data.storms) if data.storms_total is None else data.storms_total
+    clusters = int(data.fleet["cluster"].nunique()) if not data.fleet.empty else 0
+    kpis = [
+        ("kpi-groups", f"{len(data.fleet):,}", "groups that rebalanced (group id × cluster)"),
+        ("kpi-clusters", f"{clusters:,}", "clusters"),
+        ("kpi-rebalances", f"{int(data.fleet['rebalances'].sum()):,}", "rebalances"),
+        ("kpi-storms", f"{storms_total:,}", "rebalance storms"),
+        ("kpi-time", f"{data.fleet['total_rebalance_seconds'].sum() / 60:,.1f} min", "time rebalancing"),
+    ]
+    return '<div class="kpis">' + "".join(
+        f'<div class="kpi" id="{i}"><b>{v}</b>{k}</div>' for i, v, k in kpis) + "</div>"
+
+
 def _fleet_section(data: ReportData) -> str:
     parts = ['<section id="fleet"><h2>Fleet overview</h2>']
     if data.fleet.empty:
         return parts[0] + "<p>No consumer group rebalanced in the data.</p></section>"
     several = _several_clusters(data)
-    top = _labelled(data.fleet, several).sort_values(["rebalances", "group_id"], ascending=[False, True]).head(25)
-    causes = sorted(top["dominant_cause"].fillna("unknown").unique())
-    fig = px.bar(top.assign(dominant_cause=top["dominant_cause"].fillna("unknown")), x="rebalances", y="group",
-                 color="dominant_cause", orientation="h", color_discrete_map=_colour_map(causes),
+    fleet = _labelled(data.fleet, several)
+    fleet = fleet.assign(dominant_cause=fleet["dominant_cause"].fillna("unknown"))
+    top = fleet.sort_values(["rebalances", "cluster", "group_id"], ascending=[False, True, True]).head(
+        FLEET_CHART_GROUPS)
+    of = f"all {len(fleet)}" if len(top) == len(fleet) else f"top {len(top)} of {len(fleet)}"
+    fig = px.bar(top, x="rebalances", y="group", color="dominant_cause", orientation="h",
+                 color_discrete_map=colour_map(sorted(top["dominant_cause"].unique())),
+                 category_orders={"group": list(top["group"])},
                  hover_data=["cluster", "storms", "total_rebalance_seconds"],
-                 title="Groups by number of rebalances (colour: dominant cause)")
-    fig.update_yaxes(autorange="reversed", title=None)
-    fig.update_layout(height=max(300, 28 * len(top) + 120), legend_title_text="cause")
+                 labels={"rebalances": "rebalances (whole history)", "group": "consumer group",
+                         "dominant_cause": "dominant cause", "storms": "storms",
+                         "total_rebalance_seconds": "time rebalancing (s)", "cluster": "cluster"},
+                 title=f"Rebalances per group ({of} groups; colour: dominant cause over the whole history)")
+    # px lists the categories of a horizontal bar chart bottom-up, so the first (the busiest) is on top.
+    fig.update_yaxes(title=None)
+    fig.update_layout(height=max(300, 28 * len(top) + 120), legend_title_text="dominant cause")
     parts.append(_figure_html(fig, "fleet-rebalances"))
     if not data.storms.empty:
-        storms = _labelled(data.storms, several).assign(dominant_cause=data.storms["dominant_cause"].fillna("unknown"))
-        causes = sorted(storms["dominant_cause"].unique())
+        storms = _labelled(data.storms, several)
+        storms = storms.assign(dominant_cause=storms["dominant_cause"].fillna("unknown"))
+        order = (storms.groupby("group")["severity"].max().sort_values(ascending=False, kind="stable").index)
         fig = px.timeline(storms, x_start="window_start", x_end="window_end", y="group", color="dominant_cause",
-                          color_discrete_map=_colour_map(causes),
+                          color_discrete_map=colour_map(sorted(storms["dominant_cause"].unique())),
+                          category_orders={"group": list(order)},
                           hover_data=["rebalances", "severity", "stalled_seconds", "lockstep_id"],
-                          title="Rebalance storms over time")
+                          labels={"window_start": "from (UTC)", "window_end": "to (UTC)", "group": "consumer group",
+                                  "dominant_cause": "dominant cause", "stalled_seconds": "stalled (s)",
+                                  "lockstep_id": "lock-step wave"},
+                          title="Rebalance storms over time (most severe group first)")
         fig.update_yaxes(autorange="reversed", title=None)
-        fig.update_layout(height=max(280, 30 * storms["group"].nunique() + 140), legend_title_text="cause")
+        fig.update_xaxes(title="time (UTC)")
+        fig.update_layout(height=max(280, 30 * storms["group"].nunique() + 140), legend_title_text="dominant cause")
         parts.append(_figure_html(fig, "fleet-storm-timeline"))
-        parts.append(_storm_table(storms))
+        parts.append(_storm_table(storms, _anchors(data)))
     else:
         parts.append('<p class="quiet">No rebalance storms: no group rebalanced often enough to cross the '
                      "configured thresholds.</p>")
@@ -128,30 +271,56 @@ def _fleet_section(data: ReportData) -> str:
     return "".join(parts)
 
 
-def _storm_table(storms: pd.DataFrame) -> str:
+def _storm_table(storms: pd.DataFrame, anchors: dict[GroupKey, str]) -> str:
     rows = []
-    for s in storms.sort_values(["severity", "group"], ascending=[False, True]).itertuples():
+    for s in storms.sort_values(["severity", "cluster", "group_id", "window_start"],
+                                ascending=[False, True, True, True]).itertuples():
+        anchor = anchors.get((s.cluster, s.group_id))
+        group = f'<a href="#{anchor}">{_esc(s.group)}</a>' if anchor else _esc(s.group)
         flapping = ", ".join(s.flapping_members) if len(s.flapping_members) else "-"
-        rows.append(
-            "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
-                s.group, f"{s.window_start:%Y-%m-%d %H:%M:%S}", f"{s.window_end:%H:%M:%S}", s.rebalances,
-                f"{s.stalled_seconds:,.0f} s", s.dominant_cause, flapping, s.lockstep_id or "-", f"{s.severity:.0f}"))
-            + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("group", "from", "to", "rebalances", "stalled", "dominant cause",
-                                              "flapping members", "lock-step wave", "severity"))
-    return f'<table id="storm-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        rows.append([
+            group, _esc(utc(s.window_start)), _esc(utc(s.window_end, "%H:%M:%S")), _esc(s.rebalances),
+            f"{s.stalled_seconds:,.0f} s", cause_html(s.dominant_cause, s.cause_inferred),
+            _esc(s.trigger_member or "-"), evidence_html(s.evidence), advice_html(s.dominant_cause, full=False),
+            _esc(flapping), _esc(s.lockstep_id or "-"), f"{s.severity:.0f}"])
+    head = ("group", "from", "to", "rebalances", "stalled", "dominant cause", "trigger member", "evidence",
+            "what to change", "flapping members", "lock-step wave", "severity")
+    return _table("storm-table", head, rows)
 
 
-def _group_section(data: ReportData, cluster: str, group_id: str, index: int) -> str:
+def _why(gens: pd.DataFrame, fleet_row: pd.Series | None) -> str:
+    """The group's why: its dominant cause (the fleet's rule), what to change, and who triggered most."""
+    rebalances = len(gens)
+    dominant = None if fleet_row is None else fleet_row["dominant_cause"]
+    if dominant is None or dominant != dominant:
+        dominant = gens["cause"].mode().iloc[0] if rebalances else "unknown"
+    of_it = gens[gens["cause"] == dominant]
+    inferred = bool(len(of_it)) and bool(of_it["cause_inferred"].fillna(False).all())
+    counts = gens["cause"].value_counts()
+    mix = ", ".join(f"{_esc(c)} {n}" for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    triggers = of_it["trigger_member"].dropna().value_counts()
+    trigger = (f"<li>Triggered by: {', '.join(f'{_esc(m)} ({n}×)' for m, n in triggers.head(3).items())}</li>"
+               if len(triggers) else "")
+    evidence = of_it["evidence"].dropna()
+    line = f"<li>In its own words: {evidence_html(evidence.iloc[0])}</li>" if len(evidence) else ""
+    return (f'<div class="why"><b>Why:</b> {cause_html(dominant, inferred)} &nbsp;'
+            f'<span class="mix">({rebalances} rebalances: {mix})</span><ul>{trigger}{line}'
+            f"<li>What to change: {advice_html(dominant, full=True)}</li></ul></div>")
+
+
+def _group_section(data: ReportData, cluster: str, group_id: str, anchor: str) -> str:
     gens = data.generations[(data.generations["cluster"] == cluster) & (data.generations["group_id"] == group_id)]
-    gens = gens.sort_values("generation")
-    anchor = f"group-{index}"
-    parts = [f'<section class="group" id="{anchor}"><h2>Group {html.escape(group_id)}'
-             f' <span class="cluster">({html.escape(cluster)})</span></h2>']
+    gens = gens.sort_values(["started_at", "generation"])
+    fleet = data.fleet[(data.fleet["cluster"] == cluster) & (data.fleet["group_id"] == group_id)]
+    fleet_row = fleet.iloc[0] if len(fleet) else None
+    assignor = "" if fleet_row is None or fleet_row["assignor"] is None else f", assignor {fleet_row['assignor']}"
+    parts = [f'<section class="group" id="{anchor}"><h2>Group {_esc(group_id)}'
+             f' <span class="cluster">({_esc(cluster)}{_esc(assignor)})</span></h2>']
     if gens.empty:
-        return parts[0] + "<p>No generations recorded.</p></section>"
+        return parts[0] + "<p>No rebalances recorded.</p></section>"
     gens = gens.assign(cause=gens["cause"].fillna("unknown"))
-    causes = sorted(gens["cause"].unique())
+    parts.append(_why(gens, fleet_row))
+    colours = colour_map(sorted(gens["cause"].unique()))
     # Members per generation: one bar per (member, generation) spanning the generation's lifetime.
     rows = []
     for g in gens.itertuples():
@@ -162,36 +331,106 @@ def _group_section(data: ReportData, cluster: str, group_id: str, index: int) ->
     if rows:
         members = pd.DataFrame(rows)
         fig = px.timeline(members, x_start="start", x_end="end", y="member", color="cause",
-                          color_discrete_map=_colour_map(causes), hover_data=["generation"],
+                          color_discrete_map=colours, hover_data=["generation"],
+                          labels={"start": "from (UTC)", "end": "to (UTC)", "member": "member"},
                           title="Members per generation (bar colour: cause of the rebalance that started it)")
         fig.update_yaxes(title=None)
+        fig.update_xaxes(title="time (UTC)")
         fig.update_layout(height=max(260, 26 * members["member"].nunique() + 140), legend_title_text="cause")
         parts.append(_figure_html(fig, f"{anchor}-gantt"))
-    fig = px.bar(gens, x="generation", y="duration_seconds", color="cause", color_discrete_map=_colour_map(causes),
-                 hover_data=["started_at", "cause_inferred"], title="Rebalance duration per generation (seconds)")
-    fig.update_layout(height=320)
+    labels = {"generation": "generation", "duration_seconds": "rebalance duration (s)",
+              "partitions_moved": "partitions moved", "started_at": "started (UTC)",
+              "cause_inferred": INFERRED}
+    fig = px.bar(gens, x="generation", y="duration_seconds", color="cause", color_discrete_map=colours,
+                 hover_data=["started_at", "cause_inferred"], labels=labels,
+                 title="Rebalance duration per generation")
+    fig.update_layout(height=320, legend_title_text="cause")
     parts.append(_figure_html(fig, f"{anchor}-durations"))
-    fig = px.bar(gens, x="generation", y="partitions_moved", color="cause", color_discrete_map=_colour_map(causes),
-                 title="Partitions moved per rebalance")
-    fig.update_layout(height=320)
+    fig = px.bar(gens, x="generation", y="partitions_moved", color="cause", color_discrete_map=colours,
+                 labels=labels, title="Partitions moved per rebalance")
+    fig.update_layout(height=320, legend_title_text="cause")
     parts.append(_figure_html(fig, f"{anchor}-movement"))
+    table = [[_esc(g.generation), _esc(utc(g.started_at)), f"{g.duration_seconds:,.1f} s"
+              if pd.notna(g.duration_seconds) else "-", cause_html(g.cause, g.cause_inferred),
+              _esc(g.trigger_member or "-"), evidence_html(g.evidence), _esc(g.partitions_moved)]
+             for g in gens.itertuples()]
+    parts.append(_table(f"{anchor}-rebalances", ("generation", "started", "duration", "cause", "trigger member",
+                                                 "evidence", "partitions moved"), table, "rebalances"))
     parts.append("</section>")
     return "".join(parts)
 
 
+def whatif_per_group(whatif: pd.DataFrame, fleet: pd.DataFrame) -> pd.DataFrame:
+    """One row per group: the assignor it used, how many generations were replayed and how many static
+    membership would have avoided (with their numbers), and per assignor the partitions moved and paused
+    over the whole history, with the members as recorded and with static membership."""
+    rows = []
+    for (cluster, group_id), frame in whatif.groupby(["cluster", "group_id"], sort=False):
+        recorded = frame[~frame["static_membership"].astype(bool)]
+        absorbed = next((list(v) for v in frame["absorbed_generations"] if v is not None and len(v)), [])
+        used = fleet.loc[(fleet["cluster"] == cluster) & (fleet["group_id"] == group_id), "assignor"]
+        row: dict[str, Any] = {"cluster": cluster, "group_id": group_id,
+                               "assignor_used": used.iloc[0] if len(used) else None,
+                               "generations": int(recorded["generations"].max()) if len(recorded) else 0,
+                               "avoided": len(absorbed), "avoided_generations": sorted(int(g) for g in absorbed)}
+        for r in frame.itertuples():
+            key = "static" if r.static_membership else "recorded"
+            row[(r.assignor, key, "moved")] = int(r.partitions_moved)
+            row[(r.assignor, key, "paused")] = int(r.paused_partitions)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def _whatif_section(data: ReportData) -> str:
-    parts = ['<section id="whatif"><h2>What if another assignor had been used?</h2>']
-    if data.whatif.empty:
+    title = "What if another assignor or static membership had been used? (each group's whole history)"
+    parts = [f'<section id="whatif"><h2>{_esc(title)}</h2>']
+    shown = list(data.shown or ())
+    whatif = data.whatif[[k in set(shown) for k in zip(data.whatif["cluster"], data.whatif["group_id"],
+                                                       strict=True)]]
+    if whatif.empty:
         return parts[0] + "<p>No group history could be replayed.</p></section>"
-    totals = (data.whatif.assign(membership=data.whatif["static_membership"].map(
-        {True: "with static membership", False: "as recorded"}))
-        .groupby(["assignor", "membership"], as_index=False)[["partitions_moved", "paused_partitions"]].sum())
-    fig = px.bar(totals, x="assignor", y="partitions_moved", color="membership", barmode="group",
-                 title="Partitions moved over the whole history, per assignor")
-    parts.append(_figure_html(fig, "whatif-moved"))
-    fig = px.bar(totals, x="assignor", y="paused_partitions", color="membership", barmode="group",
-                 title="Partition pauses (eager protocols pause all owned partitions, cooperative only moved ones)")
-    parts.append(_figure_html(fig, "whatif-paused"))
+    per_group = whatif_per_group(whatif, data.fleet)
+    order = {k: i for i, k in enumerate(shown)}
+    per_group = per_group.assign(_order=[order[(c, g)] for c, g in zip(per_group["cluster"], per_group["group_id"],
+                                                                         strict=True)]).sort_values("_order")
+    several = _several_clusters(data)
+    per_group = _labelled(per_group, several)
+    parts.append('<p class="note">Each group\'s own history replayed from its first to its last generation under '
+                 "every assignor, with the members as they came and went (as recorded) and as static members "
+                 "(<code>group.instance.id</code>) would have: a member back within its session timeout causes "
+                 "no rebalance. Partitions paused: eager assignors stop every owned partition during a "
+                 "rebalance, cooperative-sticky only the moved ones. Bold: the assignor the group used.</p>")
+    head = ["group", "assignor used", "rebalances replayed", "avoided by static membership"]
+    head += [f"{a}<br><small>moved / paused (static)</small>" for a in WHATIF_ASSIGNORS]
+    rows = []
+    for r in per_group.to_dict("records"):
+        avoided = (f"{r['avoided']} (generations {', '.join(map(str, r['avoided_generations']))})"
+                   if r["avoided"] else "0")
+        cells = [_esc(r["group"]), _esc(r["assignor_used"] or "-"), _esc(r["generations"]), _esc(avoided)]
+        for a in WHATIF_ASSIGNORS:
+            values = [r.get((a, k, m)) for k in ("recorded", "static") for m in ("moved", "paused")]
+            text = ("-" if values[0] is None else
+                    f"{values[0]} / {values[1]} ({'-' if values[2] is None else values[2]} / "
+                    f"{'-' if values[3] is None else values[3]})")
+            cells.append(f"<b>{_esc(text)}</b>" if a == r["assignor_used"] else _esc(text))
+        rows.append(cells)
+    parts.append(_table("whatif-table", head, rows))
+    long = [{"group": r["group"], "assignor": a, "partitions_moved": r.get((a, "recorded", "moved")),
+             "paused_partitions": r.get((a, "recorded", "paused")),
+             "used": "used" if a == r["assignor_used"] else ""}
+            for r in per_group.to_dict("records") for a in WHATIF_ASSIGNORS]
+    long_frame = pd.DataFrame(long).dropna(subset=["partitions_moved"])
+    for column, div, what in (("partitions_moved", "whatif-moved", "Partitions moved"),
+                              ("paused_partitions", "whatif-paused", "Partitions paused")):
+        fig = px.bar(long_frame, x="group", y=column, color="assignor", barmode="group", text="used",
+                     category_orders={"assignor": list(WHATIF_ASSIGNORS), "group": list(per_group["group"])},
+                     labels={"group": "consumer group", column: f"{what.lower()} (whole history)",
+                             "assignor": "assignor"},
+                     title=f"{what} over each group's whole history, per assignor (members as recorded; "
+                           "label: the assignor used)")
+        fig.update_traces(textposition="outside")
+        fig.update_xaxes(title=None)
+        parts.append(_figure_html(fig, div))
     parts.append("</section>")
     return "".join(parts)
 
@@ -206,51 +445,42 @@ section { margin-top: 28px; }
 h2 { border-bottom: 2px solid #e4e7eb; padding-bottom: 6px; font-size: 18px; }
 .cluster { color: #888; font-weight: normal; font-size: 14px; }
 .kpis { display: flex; gap: 16px; margin: 18px 0; flex-wrap: wrap; }
-.kpi { background: #f5f7fa; border-radius: 6px; padding: 12px 18px; min-width: 150px; }
+.kpi { background: #f5f7fa; border-radius: 6px; padding: 12px 18px; min-width: 150px; font-size: 13px; }
 .kpi b { display: block; font-size: 24px; }
 table { border-collapse: collapse; font-size: 13px; margin-top: 12px; }
-th, td { border-bottom: 1px solid #e4e7eb; padding: 5px 10px; text-align: left; }
+th, td { border-bottom: 1px solid #e4e7eb; padding: 5px 10px; text-align: left; vertical-align: top; }
 th { background: #f5f7fa; }
 nav a { margin-right: 12px; font-size: 13px; }
 .quiet { color: #2e7d32; }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 5px; }
+.inferred { color: #a15c00; font-style: italic; white-space: nowrap; }
+.evidence { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; color: #444; }
+.quiet-note { color: #999; }
+.why { background: #fff8e6; border-left: 4px solid #F58518; padding: 8px 14px; margin: 10px 0; font-size: 14px; }
+.why ul { margin: 6px 0 0 0; padding-left: 20px; }
+.mix { color: #666; font-size: 13px; }
+.note { font-size: 13px; color: #555; max-width: 1100px; }
+code { background: #f0f2f5; padding: 1px 4px; border-radius: 3px; font-size: 12px; }
 """
 
 
-def render_report(data: ReportData, *, groups_shown: int = 8) -> str:
-    """The whole report as one HTML document (plotly.js embedded once)."""
-    storms = data.storms
-    top_groups: list[tuple[str, str]] = []
-    if not storms.empty:
-        ranked = storms.sort_values(["severity", "group_id"], ascending=[False, True])
-        for row in ranked.itertuples():
-            key = (row.cluster, row.group_id)
-            if key not in top_groups:
-                top_groups.append(key)
-    for row in data.fleet.sort_values(["rebalances", "group_id"], ascending=[False, True]).itertuples():
-        if len(top_groups) >= groups_shown:
-            break
-        if (row.cluster, row.group_id) not in top_groups:
-            top_groups.append((row.cluster, row.group_id))
-    top_groups = top_groups[:groups_shown]
-    kpis = [
-        ("groups", f"{data.fleet['group_id'].nunique():,}"),
-        ("rebalances", f"{int(data.fleet['rebalances'].sum()):,}"),
-        ("storms", f"{len(storms):,}"),
-        ("time rebalancing", f"{data.fleet['total_rebalance_seconds'].sum() / 60:,.1f} min"),
-    ]
+def render_report(data: ReportData) -> str:
+    """The whole report as one HTML document (plotly.js embedded once), with a section for each group of
+    ``data.shown``."""
+    anchors = _anchors(data)
     several = _several_clusters(data)
-    nav = "".join(f'<a href="#group-{i}">{html.escape(g + (f" ({c})" if several else ""))}</a>'
-                  for i, (c, g) in enumerate(top_groups))
+    nav = "".join(f'<a href="#{anchors[(c, g)]}">{_esc(g + (f" ({c})" if several else ""))}</a>'
+                  for c, g in data.shown or ())
     body = [
-        f"<header><h1>{html.escape(data.title)}</h1><p>generated {data.generated_at:%Y-%m-%d %H:%M} UTC"
-        f"{' from ' + html.escape(data.source) if data.source else ''}</p></header><main>",
-        '<div class="kpis">' + "".join(f'<div class="kpi"><b>{v}</b>{k}</div>' for k, v in kpis) + "</div>",
+        f"<header><h1>{_esc(data.title)}</h1><p>generated {utc(data.generated_at, '%Y-%m-%d %H:%M')}"
+        f"{' from ' + _esc(data.source) if data.source else ''}; all times UTC</p></header><main>",
+        _kpis(data),
         f"<nav>{nav}</nav>",
         _fleet_section(data),
-        *(_group_section(data, c, g, i) for i, (c, g) in enumerate(top_groups)),
+        *(_group_section(data, c, g, anchors[(c, g)]) for c, g in data.shown or ()),
         _whatif_section(data),
         "</main>",
     ]
     plotly_js = f'<script type="text/javascript">{get_plotlyjs()}</script>'
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(data.title)}</title>'
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_esc(data.title)}</title>'
             f"<style>{_CSS}</style>{plotly_js}</head><body>{''.join(body)}</body></html>")

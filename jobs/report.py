@@ -1,0 +1,172 @@
+"""The audit report: read the small gold tables, keep the groups worth showing, render one HTML file.
+
+Every frame handed to the renderer is bounded: one row per group that rebalanced (the fleet), the 500
+most severe storms, and the generations and what-if totals of the groups shown only. Which groups are
+shown is decided once (`jobs.common.report_html.shown_groups`) and both the reads here and the page use
+that list. A group's dominant cause follows the storms' rule (`coordinator_core.advice.dominant_cause`:
+the most frequent failure, else the most frequent cause), so the fleet chart and the storm table name
+the same cause for the same rebalances.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from coordinator_core.advice import FAILURE_CAUSES, dominant_cause
+from coordinator_core.storms import REBALANCE_OUTCOMES
+from jobs.common.delta_io import Tables
+from jobs.common.report_html import ReportData, render_report, shown_groups
+from schemas.gold import ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
+
+GROUP_KEY = ("cluster", "group_id")
+
+#: The storm table lists at most this many storms (the most severe); the KPI counts them all.
+STORMS_LISTED = 500
+
+
+def evidence_line(evidence: Any, cause: str | None) -> str | None:
+    """The line that says, in the client's or broker's own words, why the rebalance happened: the first
+    log line of the cause (a client's "Consumer poll timeout has expired ..." before the broker's
+    LeaveGroup), else the first line with a cause, else the reason a record gave (an inferred cause)."""
+    items = [e for e in (evidence if evidence is not None else []) if e is not None]
+    if not items:
+        return None
+
+    def text(e: dict[str, Any]) -> str | None:
+        if str(e.get("event_type") or "").startswith("record:"):
+            return e.get("reason") or e.get("message")
+        return e.get("message") or e.get("reason")
+
+    for wanted in (lambda e: e.get("cause_class") == cause, lambda e: e.get("cause_class") is not None,
+                   lambda e: True):
+        for e in sorted(items, key=lambda e: (e.get("at") is None, e.get("at") or dt.datetime.min)):
+            if wanted(e) and text(e):
+                return str(text(e))
+    return None
+
+
+def _member_label(members: Column) -> Column:
+    return F.transform(members, lambda m: F.when(m["group_instance_id"].isNotNull(), F.concat(
+        F.lit("instance "), m["group_instance_id"])).otherwise(F.concat(
+            F.coalesce(m["client_id"], F.lit("?")), F.lit("@"), F.coalesce(m["client_host"], F.lit("?")))))
+
+
+def fleet_frame(rebalances: DataFrame, storms: DataFrame) -> pd.DataFrame:
+    """One row per group that rebalanced: rebalances, time rebalancing, storms, the assignor it used last
+    (its latest generation's protocol) and its dominant cause by the storms' rule."""
+    all_causes = F.array_distinct(F.concat(F.array(F.col("cause")), F.coalesce(F.col("causes"), F.array())))
+    failure_counts = (rebalances.select(*GROUP_KEY, F.explode(all_causes).alias("failure"))
+                      .where(F.col("failure").isin(*sorted(FAILURE_CAUSES)))
+                      .groupBy(*GROUP_KEY, "failure").count()
+                      .groupBy(*GROUP_KEY).agg(F.map_from_entries(F.collect_list(F.struct("failure", "count")))
+                                               .alias("failures")))
+    cause_counts = (rebalances.withColumn("cause", F.coalesce("cause", F.lit("unknown")))
+                    .groupBy(*GROUP_KEY, "cause").count()
+                    .groupBy(*GROUP_KEY).agg(F.map_from_entries(F.collect_list(F.struct("cause", "count")))
+                                             .alias("cause_counts")))
+    per_group = rebalances.groupBy(*GROUP_KEY).agg(
+        F.count("*").alias("rebalances"),
+        (F.coalesce(F.sum("rebalance_ms"), F.lit(0)) / 1000.0).alias("total_rebalance_seconds"),
+        F.max_by("protocol", F.when(F.col("protocol").isNotNull(), F.col("rebalance_started_at"))).alias("assignor"))
+    per_group_storms = storms.groupBy(*GROUP_KEY).agg(F.count("*").alias("storms"))
+    fleet = (per_group.join(cause_counts, on=list(GROUP_KEY), how="left")
+             .join(failure_counts, on=list(GROUP_KEY), how="left")
+             .join(per_group_storms, on=list(GROUP_KEY), how="left")
+             .fillna({"storms": 0})
+             .toPandas())
+    fleet["dominant_cause"] = [
+        dominant_cause(dict(c or {}), dict(f or {}))
+        for c, f in zip(fleet["cause_counts"], fleet["failures"], strict=True)]
+    return fleet.drop(columns=["cause_counts", "failures"])
+
+
+def storms_frame(storms: DataFrame, rebalances: DataFrame) -> pd.DataFrame:
+    """The most severe storms, each with its why: the first rebalance of the storm that had its dominant
+    cause gives the trigger member, the evidence line and whether the cause was inferred."""
+    listed = storms.orderBy(F.desc("severity"), "cluster", "group_id", "window_start").limit(STORMS_LISTED)
+    of_storm = (listed.select(*GROUP_KEY, "window_start", "first_generation", "last_generation", "dominant_cause")
+                .join(rebalances.select(*GROUP_KEY, "generation", "rebalance_started_at", "cause", "causes",
+                                        "cause_inferred", "trigger_member_id", "evidence"),
+                      on=list(GROUP_KEY), how="inner")
+                .where(F.col("generation").between(F.col("first_generation"), F.col("last_generation"))
+                       & ((F.col("cause") == F.col("dominant_cause"))
+                          | F.array_contains(F.coalesce("causes", F.array()), F.col("dominant_cause")))))
+    first = (of_storm.groupBy(*GROUP_KEY, "window_start")
+             .agg(F.min_by(F.struct("cause_inferred", "trigger_member_id", "evidence"),
+                           F.struct("rebalance_started_at", "generation")).alias("why")))
+    frame = (listed.join(first, on=[*GROUP_KEY, "window_start"], how="left")
+             .select(*REBALANCE_STORMS.column_names, F.col("why.cause_inferred").alias("cause_inferred"),
+                     F.col("why.trigger_member_id").alias("trigger_member"), F.col("why.evidence").alias("_evidence"))
+             .toPandas())
+    frame["evidence"] = [evidence_line(plain(e), c) for e, c in zip(frame["_evidence"], frame["dominant_cause"],
+                                                                    strict=True)]
+    frame["flapping_members"] = frame["flapping_members"].map(lambda v: list(v) if v is not None else [])
+    return frame.drop(columns=["_evidence"]).sort_values(
+        ["severity", "cluster", "group_id", "window_start"], ascending=[False, True, True, True]).reset_index(drop=True)
+
+
+def plain(value: Any) -> Any:
+    """Spark Rows (structs) and numpy arrays out of toPandas as dicts and lists."""
+    if value is None:
+        return None
+    if hasattr(value, "asDict"):
+        return {k: plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        return [plain(v) for v in list(value)]
+    return value
+
+
+def report_frames(tables: Tables, groups_shown: int) -> ReportData:
+    """The report's inputs, each bounded (see the module docstring), with the one list of groups shown."""
+    rebalances = tables.read(GROUP_GENERATIONS).where(F.col("outcome").isin(*sorted(REBALANCE_OUTCOMES)))
+    storms = tables.read(REBALANCE_STORMS)
+    fleet = fleet_frame(rebalances, storms)
+    storm_rows = storms_frame(storms, rebalances)
+    storms_total = storms.count()
+    shown = shown_groups(fleet, storm_rows, groups_shown)
+    shown_df = tables.spark.createDataFrame(list(shown) or [("", "")], "cluster string, group_id string")
+    gens = (
+        rebalances.join(F.broadcast(shown_df), on=list(GROUP_KEY), how="inner")
+        .select(*GROUP_KEY, "generation", F.col("rebalance_started_at").alias("started_at"), "ended_at",
+                (F.col("rebalance_ms") / 1000.0).alias("duration_seconds"), "cause", "cause_inferred", "inference",
+                _member_label("members").alias("members"),
+                F.coalesce(F.size("partitions_moved"), F.lit(0)).alias("partitions_moved"),
+                F.col("trigger_member_id").alias("trigger_member"), F.col("evidence").alias("_evidence"))
+        .toPandas())
+    gens["members"] = gens["members"].map(lambda v: list(v) if v is not None else [])
+    gens["evidence"] = [evidence_line(plain(e), c) for e, c in zip(gens["_evidence"], gens["cause"], strict=True)]
+    gens = gens.drop(columns=["_evidence"])
+    whatif_rows = tables.read(ASSIGNOR_WHATIF).join(F.broadcast(shown_df), on=list(GROUP_KEY), how="inner")
+    # Static membership absorbs generations: the replay with it has no row for them.
+    replayed = whatif_rows.groupBy(*GROUP_KEY).agg(
+        F.array_sort(F.array_except(
+            F.collect_set(F.when(~F.col("static_membership"), F.col("generation"))),
+            F.collect_set(F.when(F.col("static_membership"), F.col("generation"))))).alias("absorbed_generations"))
+    whatif = (whatif_rows.groupBy(*GROUP_KEY, "assignor", "static_membership")
+              .agg(F.countDistinct("generation").alias("generations"),
+                   F.coalesce(F.sum("partitions_moved"), F.lit(0)).alias("partitions_moved"),
+                   F.coalesce(F.sum("paused_partitions"), F.lit(0)).alias("paused_partitions"))
+              .join(replayed, on=list(GROUP_KEY), how="left")
+              .toPandas())
+    whatif["absorbed_generations"] = whatif["absorbed_generations"].map(
+        lambda v: [int(g) for g in v] if v is not None else [])
+    return ReportData(fleet, storm_rows, gens, whatif,
+                      generated_at=dt.datetime.now(dt.timezone.utc).replace(tzinfo=None),
+                      shown=shown, storms_total=storms_total)
+
+
+def write_report(tables: Tables, out_path: Path, groups_shown: int = 8, source: str = "") -> Path:
+    """Write the audit report of the whole warehouse to `out_path` (one self-contained HTML file)."""
+    data = report_frames(tables, groups_shown)
+    data = ReportData(data.fleet, data.storms, data.generations, data.whatif, data.generated_at, source=source,
+                      shown=data.shown, storms_total=data.storms_total)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(render_report(data), encoding="utf-8")
+    return out_path
+

@@ -1,0 +1,142 @@
+"""The report job over real Delta tables (rows built with the schemas from schemas/gold.py): the groups it
+reads generations for are the groups the page draws, a group's dominant cause follows the storms' rule,
+each storm and rebalance comes with its trigger member and evidence line, and the what-if is per group
+(never summed across clusters) with the rebalances static membership absorbs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from jobs.common.delta_io import Tables
+from jobs.storms import write_report  # where jobs.nightly imports it from
+from schemas.gold import ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
+from tests.report.page import group_sections, kpi, table_rows, text
+
+pytestmark = pytest.mark.spark
+
+T0 = dt.datetime(2026, 11, 21, 5, 32)
+POLL_LINE = ("Consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer "
+             "than the configured max_poll_interval_ms")
+LEAVE_LINE = "Member poll-b-3 has left group through explicit `LeaveGroup` request"
+
+
+def evidence(event_type: str, cause: str | None, message: str, second: float) -> dict[str, Any]:
+    return {"event_type": event_type, "at": T0 + dt.timedelta(seconds=second), "member_id": None,
+            "cause_class": cause, "reason": None, "source": "client.log", "line_number": 1, "message": message}
+
+
+def generation(cluster: str, group_id: str, n: int, cause: str, *, causes: tuple[str, ...] = (),
+               inferred: bool = False, trigger: str | None = None, lines: tuple[dict[str, Any], ...] = (),
+               protocol: str | None = "range", outcome: str = "stable") -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(GROUP_GENERATIONS.column_names)
+    start = T0 + dt.timedelta(seconds=10 * n)
+    row.update(cluster=cluster, group_id=group_id, group_protocol="classic", generation=n, outcome=outcome,
+               protocol_type="consumer", protocol=protocol, members=[], rebalance_started_at=start,
+               ended_at=start + dt.timedelta(seconds=10), rebalance_ms=500, members_joined=[], members_left=[],
+               partitions_moved=[], cause=cause, causes=list(causes or (cause,)), cause_inferred=inferred,
+               trigger_member_id=trigger, evidence=list(lines), record_offset=n)
+    return row
+
+
+def poll_group() -> list[dict[str, Any]]:
+    """c1/poll: 5 joins, 3 poll timeouts (each with the client's leave), 2 plain leaves; the empty last
+    generation has no protocol. By count new_member leads; the failure is poll_timeout."""
+    rows = []
+    for n in range(1, 11):
+        if n in (3, 5, 7):
+            rows.append(generation("c1", "poll", n, "poll_timeout", causes=("poll_timeout", "member_left"),
+                                   trigger=f"poll-b-{n}", lines=(
+                                       evidence("CLIENT_POLL_TIMEOUT", "poll_timeout", POLL_LINE, 10 * n - 0.1),
+                                       evidence("MEMBER_LEFT", "member_left", LEAVE_LINE, 10 * n - 0.05))))
+        elif n in (9, 10):
+            rows.append(generation("c1", "poll", n, "member_left", trigger=f"poll-a-{n}",
+                                   protocol=None if n == 10 else "range", outcome="empty" if n == 10 else "stable"))
+        else:
+            rows.append(generation("c1", "poll", n, "new_member", trigger=f"poll-b-{n}"))
+    return rows
+
+
+def tied_groups() -> list[dict[str, Any]]:
+    """Four groups of 4 rebalances each, in two clusters (ties to break); c2/alpha's causes were inferred."""
+    return [generation(c, g, n, "new_member", inferred=(c, g) == ("c2", "alpha"),
+                       protocol="cooperative-sticky" if g == "alpha" else "range")
+            for c, g in (("c2", "zeta"), ("c1", "mid"), ("c2", "alpha"), ("c1", "alpha")) for n in range(1, 5)]
+
+
+def storm(cluster: str, group_id: str, first: int, last: int, dominant: str, severity: float) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(REBALANCE_STORMS.column_names)
+    row.update(cluster=cluster, group_id=group_id, window_start=T0 + dt.timedelta(seconds=10 * first),
+               window_end=T0 + dt.timedelta(seconds=10 * last + 10), rebalances=last - first + 1,
+               first_generation=first, last_generation=last, total_rebalance_seconds=5.0, stalled_seconds=5.0,
+               dominant_cause=dominant, causes={dominant: 3}, flapping_members=[], lockstep_groups=0,
+               severity=severity)
+    return row
+
+
+def whatif(cluster: str, group_id: str, generations: range, absorbed: set[int], moved: int) -> list[dict[str, Any]]:
+    rows = []
+    for assignor in ("range", "cooperative-sticky"):
+        for static in (False, True):
+            for n in generations:
+                if static and n in absorbed:
+                    continue  # static membership absorbs it: the replay has no row
+                rows.append({**dict.fromkeys(ASSIGNOR_WHATIF.column_names), "cluster": cluster, "group_id": group_id,
+                             "generation": n, "assignor": assignor, "static_membership": static, "members": 2,
+                             "partitions": 6, "partitions_moved": moved, "balance": 0,
+                             "paused_partitions": 2 * moved if assignor == "range" else moved})
+    return rows
+
+
+@pytest.fixture
+def warehouse(spark: SparkSession, tables: Tables) -> Tables:
+    replays = (whatif("c1", "poll", range(1, 10), {4, 6, 8}, 3) + whatif("c1", "alpha", range(1, 5), set(), 1)
+               + whatif("c2", "alpha", range(1, 5), set(), 10))
+    for spec, rows in ((GROUP_GENERATIONS, poll_group() + tied_groups()),
+                       (REBALANCE_STORMS, [storm("c1", "poll", 1, 10, "poll_timeout", 60.0)]),
+                       (ASSIGNOR_WHATIF, replays)):
+        tables.ensure(spec)
+        tables.append(spec, spark.createDataFrame(rows, spec.schema))
+    return tables
+
+
+def test_the_report_reads_and_draws_the_same_groups_and_says_why(warehouse: Tables, tmp_path: Path) -> None:
+    page = write_report(warehouse, tmp_path / "audit.html", groups_shown=3, source="test").read_text()
+    sections = group_sections(page)
+    # the stormy group, then the busiest, ties by cluster then group id: c1/alpha and c1/mid, not c2's
+    headings = [text(s.split("</h2>")[0]) for s in sections.values()]
+    assert headings == ["Group poll (c1, assignor range)", "Group alpha (c1, assignor cooperative-sticky)",
+                        "Group mid (c1, assignor range)"]
+    for anchor, expected in zip(sections, (list(range(1, 11)), [1, 2, 3, 4], [1, 2, 3, 4]), strict=True):
+        assert [int(r[0]) for r in table_rows(page, f"{anchor}-rebalances")] == expected, anchor
+    assert kpi(page, "kpi-groups") == "5" and kpi(page, "kpi-rebalances") == "26" and kpi(page, "kpi-storms") == "1"
+
+    # one cause for the same rebalances: the fleet chart's and the storm table's
+    (storm_row,) = table_rows(page, "storm-table")
+    assert storm_row[0] == "poll (c1)" and storm_row[5] == "poll_timeout"
+    assert storm_row[6] == "poll-b-3" and storm_row[7] == POLL_LINE  # the first poll timeout, in the client's words
+    assert "max.poll.interval.ms" in storm_row[8]
+    assert '"name":"poll_timeout"' in page.split('id="fleet-rebalances"')[1].split("</script>")[0].replace(" ", "")
+    poll = table_rows(page, "group-0-rebalances")
+    assert poll[2][3:6] == ["poll_timeout", "poll-b-3", POLL_LINE]
+    assert poll[0][5] == "no log line"
+    assert all("inferred" not in r[3] for r in poll)
+
+    # what-if: per group and cluster, over the whole history, with the rebalances static membership avoids
+    rows = {r[0]: r for r in table_rows(page, "whatif-table")}
+    assert set(rows) == {"poll (c1)", "alpha (c1)"}  # c2/alpha is not shown, and not added to c1/alpha
+    assert rows["poll (c1)"][1:4] == ["range", "9", "3 (generations 4, 6, 8)"]
+    assert rows["poll (c1)"][4] == "27 / 54 (18 / 36)"
+    assert rows["alpha (c1)"][1:4] == ["cooperative-sticky", "4", "0"]
+    assert rows["alpha (c1)"][7] == "4 / 4 (4 / 4)"
+
+
+def test_an_inferred_cause_says_so(warehouse: Tables, tmp_path: Path) -> None:
+    page = write_report(warehouse, tmp_path / "audit.html", groups_shown=5).read_text()
+    anchor = next(a for a, s in group_sections(page).items() if "Group alpha (c2" in text(s.split("</h2>")[0]))
+    causes = [r[3] for r in table_rows(page, f"{anchor}-rebalances")]
+    assert causes == ["new_member (inferred from the records)"] * 4
