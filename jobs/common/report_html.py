@@ -175,7 +175,7 @@ def cause_html(cause: Any, inferred: Any) -> str:
     name = "unknown" if cause is None or cause != cause else str(cause)
     swatch = f'<span class="swatch" style="background:{colour_map([name])[name]}"></span>'
     note = f' <span class="inferred">({INFERRED})</span>' if inferred is True else ""
-    return f'{swatch}<span class="cause">{_esc(name)}</span>{note}'
+    return f'<span class="cause-name">{swatch}<span class="cause">{_esc(name)}</span></span>{note}'
 
 
 def advice_html(cause: Any, *, full: bool) -> str:
@@ -189,7 +189,7 @@ def advice_html(cause: Any, *, full: bool) -> str:
     return settings or f'<span class="advice">{_esc(advice.text.split(". ")[0])}.</span>'
 
 
-def evidence_html(evidence: Any, limit: int = 260) -> str:
+def evidence_html(evidence: Any, limit: int = 480) -> str:
     if evidence is None or evidence != evidence or not str(evidence):
         return '<span class="quiet-note">no log line</span>'
     text = str(evidence)
@@ -258,8 +258,8 @@ def _fleet_section(data: ReportData) -> str:
                           labels={"window_start": "from (UTC)", "window_end": "to (UTC)", "group": "consumer group",
                                   "dominant_cause": "dominant cause", "stalled_seconds": "stalled (s)",
                                   "lockstep_id": "lock-step wave"},
-                          title="Rebalance storms over time (most severe group first)")
-        fig.update_yaxes(autorange="reversed", title=None)
+                          title="Rebalance storms over time (most severe group on top)")
+        fig.update_yaxes(title=None)  # px lists the categories bottom-up: the first is on top
         fig.update_xaxes(title="time (UTC)")
         fig.update_layout(height=max(280, 30 * storms["group"].nunique() + 140), legend_title_text="dominant cause")
         parts.append(_figure_html(fig, "fleet-storm-timeline"))
@@ -451,8 +451,11 @@ table { border-collapse: collapse; font-size: 13px; margin-top: 12px; }
 th, td { border-bottom: 1px solid #e4e7eb; padding: 5px 10px; text-align: left; vertical-align: top; }
 th { background: #f5f7fa; }
 nav a { margin-right: 12px; font-size: 13px; }
+#storm-table td:nth-child(-n+3) { white-space: nowrap; }
+table.rebalances td:nth-child(2) { white-space: nowrap; }
 .quiet { color: #2e7d32; }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 5px; }
+.cause-name { white-space: nowrap; }
 .inferred { color: #a15c00; font-style: italic; white-space: nowrap; }
 .evidence { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; color: #444; }
 .quiet-note { color: #999; }
