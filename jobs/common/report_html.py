@@ -451,7 +451,7 @@ table { border-collapse: collapse; font-size: 13px; margin-top: 12px; }
 th, td { border-bottom: 1px solid #e4e7eb; padding: 5px 10px; text-align: left; vertical-align: top; }
 th { background: #f5f7fa; }
 nav a { margin-right: 12px; font-size: 13px; }
-#storm-table td:nth-child(-n+3) { white-space: nowrap; }
+#storm-table td:nth-child(2), #storm-table td:nth-child(3) { white-space: nowrap; }
 table.rebalances td:nth-child(2) { white-space: nowrap; }
 .quiet { color: #2e7d32; }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 5px; }
