@@ -22,7 +22,7 @@ from coordinator_core.history.model import UNKNOWN_CAUSE
 
 #: Causes that are failures, as opposed to the joins and leaves that follow them: a group's or storm's
 #: dominant cause is its most frequent failure when it has one (a crash loop is session timeouts, not
-#: new members). The storm fold (``coordinator_core.storms``) uses the same set.
+#: new members). The storm fold (``coordinator_core.storms``) ranks a storm's causes with it.
 FAILURE_CAUSES: Final[frozenset[str]] = frozenset({
     "session_timeout", "poll_timeout", "not_rejoined_in_time", "member_evicted", "static_member_fenced",
     "coordinator_failover", "coordinator_error", "group_over_capacity",

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from coordinator_core.advice import FAILURE_CAUSES, dominant_cause
 from coordinator_core.state_codec import dump_versioned, load_versioned
 
 
@@ -149,19 +150,10 @@ def _flapping(rebalances: Sequence[Rebalance], min_rejoins: int) -> tuple[str, .
     return tuple(sorted(label for label, n in joins.items() if n >= min_rejoins))
 
 
-#: Causes that are failures, as opposed to the joins and leaves that follow them: a storm's dominant cause
-#: is its most frequent failure when it has one (a crash loop is session timeouts, not new members).
-FAILURE_CAUSES = frozenset({
-    "session_timeout", "poll_timeout", "not_rejoined_in_time", "member_evicted", "static_member_fenced",
-    "coordinator_failover", "coordinator_error", "group_over_capacity",
-})
-
-
 def _storm(rebalances: Sequence[Rebalance], t: StormThresholds) -> Storm:
     causes = Counter(r.cause or "unknown" for r in rebalances)
     failures = Counter(c for r in rebalances for c in {r.cause, *r.other_causes} if c in FAILURE_CAUSES)
-    ranked = failures or causes
-    dominant = max(sorted(ranked), key=lambda c: ranked[c])  # ties broken by name, for stable output
+    dominant = dominant_cause(causes, failures)  # the report ranks a group's causes by the same rule
     last = rebalances[-1]
     end = max((r.ended_at or r.started_at) for r in rebalances)
     flapping = _flapping(rebalances, t.flapping_min_rejoins)
