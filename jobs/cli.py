@@ -303,7 +303,8 @@ def evidence_line(cause: str | None, evidence: Sequence[dict[str, Any]]) -> dict
                    lambda e: e.get("cause_class") is not None):
         for e in with_message:
             if wanted(e):
-                return {k: e.get(k) for k in ("at", "source", "line_number", "event_type", "cause_class", "message")}
+                return {k: e.get(k) for k in ("at", "source", "line_number", "event_type", "cause_class", "reason",
+                                              "message")}
     return None
 
 
@@ -351,7 +352,7 @@ def render_group(rows: Sequence[dict[str, Any]]) -> str:
         for g in generations:
             cause = g["cause"] or ""
             if g["cause_inferred"]:
-                cause += f" (inferred{': ' + g['inference'] if g['inference'] else ''})"
+                cause += " (inferred)"
             generation = str(g["generation"])
             if g["group_protocol"] != "classic":  # a KIP-848 group epoch
                 generation += f" ({g['group_protocol']})"
@@ -363,14 +364,18 @@ def render_group(rows: Sequence[dict[str, Any]]) -> str:
                 detail.append(f"joined    {member}")
             for member in g["members_left"] or []:
                 detail.append(f"left      {member}")
+            if g["cause_inferred"] and g["inference"]:
+                detail.append(f"inferred  {g['inference']}")
             if g["trigger_member_id"]:
                 detail.append(f"trigger   {g['trigger_member_id']}")
             for move in _moves_text(g["partitions_moved"] or []):
                 detail.append(f"moved     {move}")
             line = g["evidence_line"]
-            if line:
-                where = f"{os.path.basename(line['source'] or '?')}:{line['line_number']}"
-                detail.append(f"evidence  {where}  {line['message']}")
+            if line and line["source"]:
+                detail.append(f"evidence  {os.path.basename(line['source'])}:{line['line_number']}  {line['message']}")
+            elif line:  # a record, not a log line ("record:group_metadata", "offset 0")
+                detail.append(f"evidence  {line['event_type']} {line['message']}"
+                              + (f": {line['reason']}" if line.get("reason") else ""))
             elif not g["cause_inferred"] and g["cause"]:
                 detail.append("evidence  (no log line kept)")
             details.append(detail)
