@@ -33,6 +33,7 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder
 
 from jobs.common.config import parse_config
+from jobs.common.progress import tasks_line
 
 pytestmark = pytest.mark.spark
 
@@ -365,3 +366,8 @@ def test_metrics_describe_the_warehouse_after_every_run(runs: Runs) -> None:
     assert {k: v for k, v in first.items() if k not in run_level} == {
         k: v for k, v in second.items() if k not in run_level}
     assert Counter(p.suffix for p in (runs.root / "m").iterdir()) == Counter({".prom": 2})
+
+
+def test_a_progress_line_has_a_rate_and_an_eta_once_tasks_finish() -> None:
+    assert tasks_line("stage history", 42.4, 30, 80, 1.5) == "  stage history: 42s, Spark tasks 30/80 (1.5/s), ETA 33s"
+    assert tasks_line("stage history", 15.0, 0, 8, None) == "  stage history: 15s, Spark tasks 0/8"
