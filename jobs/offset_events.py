@@ -705,7 +705,11 @@ def _kept(frame: DataFrame) -> tuple[DataFrame, Callable[[], None]]:
     and the fold's later plans, which reuse several intermediates, would carry every one of them again).
     Its blocks live in the driver's own block manager, so nothing can lose them. On a cluster an executor
     can be lost with the blocks of a local checkpoint, which has no lineage to recompute them from: there
-    the frame is cached instead (lost blocks are recomputed) and materialized at once.
+    the frame is cached instead (lost blocks are recomputed) and materialized at once, and the caller gets
+    a frame over the cached rows (a LogicalRDD), not the cached frame: a cached frame keeps its plan, each
+    later plan nested every earlier one, and the driver spent minutes and its heap rendering those plans
+    as text (OutOfMemoryError in QueryExecution.explainString on a standalone cluster, where local runs
+    take 40 s; tests/cluster).
     """
     if (frame.sparkSession.sparkContext.master or "").startswith("local"):
         kept = frame.localCheckpoint(eager=True)
@@ -717,7 +721,9 @@ def _kept(frame: DataFrame) -> tuple[DataFrame, Callable[[], None]]:
         return kept, release
     cached = frame.persist(StorageLevel.MEMORY_AND_DISK)
     cached.count()
-    return cached, cached.unpersist
+    spark = frame.sparkSession
+    over_cached_rows = DataFrame(spark._jsparkSession.createDataFrame(cached._jdf.rdd(), cached._jdf.schema()), spark)
+    return over_cached_rows, cached.unpersist
 
 
 def run_offset_events(
