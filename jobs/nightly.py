@@ -58,7 +58,7 @@ from jobs.ingest import IngestResult, run_ingest_kafka, run_ingest_segments
 from jobs.logs import LogsResult, run_logs
 from jobs.maintenance import run_maintenance
 from jobs.offset_events import run_offset_events
-from jobs.storms import run_storms, write_report
+from jobs.storms import run_storms
 from jobs.views import create_views
 from jobs.whatif import run_replay_and_whatif
 from schemas import (
@@ -250,6 +250,8 @@ def _maintenance_stage(ctx: RunContext) -> None:
 def _report_stage(ctx: RunContext) -> None:
     views = create_views(ctx.tables.spark, ctx.tables.database)
     ctx.extra["views"] = ", ".join(views)
+    from jobs.report import write_report  # plotly is loaded by the report stage only
+
     path = write_report(ctx.tables, Path(ctx.config.report.path), ctx.config.report.groups_shown,
                         source=f"database {ctx.tables.database}")
     ctx.extra["report"] = str(path)

@@ -1,4 +1,4 @@
-"""Gold stage: rebalance_storms from the run's changed group_generations rows, and the audit report.
+"""Gold stage: rebalance_storms from the run's changed group_generations rows.
 
 Storms are a fold (coordinator_core.storms.fold_storms): each group's carried state (``group_state.storms``:
 the rows from the start of its last run of rebalances and the open rows, and what the rows before left)
@@ -6,7 +6,7 @@ plus the generation rows the run inserted, amended or deleted give the storms to
 whose changes reach before its carried window is folded again from its rows in group_generations (rare:
 a row amended after the reopen horizon). Lock-step waves involve groups the run did not touch, so they are
 marked again for the chains of storms near the changed ones, read from rebalance_storms by cluster and time
-range. The audit report lives in jobs.report (`write_report` here delegates to it).
+range. The audit report is jobs.report.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -350,15 +349,3 @@ def run_storms(tables: Tables, changed_generations: DataFrame, thresholds: Storm
                             sum(r["n"] for r in kinds if r["_kind"] == "rebuild"))
     finally:
         out.unpersist()
-
-
-# ----------------------------------------------------------------------------------------------
-# The audit report
-
-
-def write_report(tables: Tables, out_path: Path, groups_shown: int = 8, source: str = "") -> Path:
-    """The audit report (see jobs.report, where it lives; imported when called, so that the storm stage
-    does not load plotly)."""
-    from jobs.report import write_report as write
-
-    return write(tables, out_path, groups_shown, source)

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from jobs.common.delta_io import Tables
-from jobs.storms import write_report  # where jobs.nightly imports it from
+from jobs.report import write_report
 from schemas.gold import ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
 from tests.report.page import group_sections, kpi, table_rows, text
 

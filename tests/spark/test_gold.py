@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from jobs.common.config import Config, LogSource, ReportConfig, SegmentSource, SourcesConfig, StormsConfig, TablesConfig
 from jobs.common.delta_io import Tables
 from jobs.nightly import run_nightly
-from jobs.storms import write_report
+from jobs.report import write_report
 from jobs.views import create_views
 from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
 
