@@ -78,15 +78,16 @@ def test_a_local_jvm_collects_garbage_for_throughput_and_keeps_the_metastore_hom
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)  # started with `python -m`
     local = load_config(PROJECT_ROOT / "conf" / "local.toml").spark
     options = spark_conf(local)["spark.driver.extraJavaOptions"].split()
-    assert options == [LOCAL_GC_OPTION, f"-Dderby.system.home={Path(local.metastore_dir).parent}"]
+    quiet_log4j = f"-Dlog4j2.configurationFile=file:{PROJECT_ROOT / 'conf' / 'log4j2.properties'}"
+    assert options == [LOCAL_GC_OPTION, quiet_log4j, f"-Dderby.system.home={Path(local.metastore_dir).parent}"]
 
     # Under spark-submit the JVM is already running with the options the user gave it.
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
     assert LOCAL_GC_OPTION not in spark_conf(local).get("spark.driver.extraJavaOptions", "")
-    # A cluster's JVMs are the cluster's to tune.
+    # A cluster's JVMs are the cluster's to tune: a driver started here gets only the job's log settings.
     cluster = load_config(PROJECT_ROOT / "conf" / "cluster.example.toml").spark
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT")
-    assert "spark.driver.extraJavaOptions" not in spark_conf(replace(cluster, master="yarn"))
+    assert spark_conf(replace(cluster, master="yarn"))["spark.driver.extraJavaOptions"].split() == [quiet_log4j]
 
 
 def test_the_session_jvm_runs_the_parallel_collector(spark: SparkSession) -> None:
