@@ -8,6 +8,7 @@ per (source hash, jar set) into .cache/oracle-classes/ and reused.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -31,12 +32,22 @@ def compile_sources(source_dir: Path, jar_set: str) -> Path:
     out = ROOT / ".cache" / "oracle-classes" / f"{source_dir.parts[-4]}-{digest}-{jar_set}"
     if (out / ".compiled").is_file():
         return out
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", f"{jar_dir(jar_set)}/*", *map(str, sources)],
+    # Compiled beside the target and renamed into place: two test workers (pytest-xdist) may compile the same
+    # harness at once, and neither may see the other's half-written classes.
+    staging = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    subprocess.run(["javac", "-nowarn", "-d", str(staging), "-cp", f"{jar_dir(jar_set)}/*", *map(str, sources)],
                    check=True, capture_output=True)
-    (out / ".compiled").touch()
+    (staging / ".compiled").touch()
+    if (out / ".compiled").is_file():  # the other worker finished first: its classes are the same
+        shutil.rmtree(staging)
+        return out
+    shutil.rmtree(out, ignore_errors=True)  # a directory left by a compile that died half-way
+    try:
+        staging.rename(out)
+    except OSError:  # renamed into place by the other worker between the check and here
+        shutil.rmtree(staging)
     return out
 
 

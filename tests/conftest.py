@@ -1,0 +1,44 @@
+"""How the suite splits across pytest-xdist workers (`scripts/test` runs two, one per core).
+
+A worker takes whole units, never single tests: every test module is one unit (its module-scoped Spark
+driver starts once, on one worker), and the whole of `tests/integration` is one unit, because its Kafka
+broker and the scenarios run against it are package-scoped (two workers would each start a broker and
+replay every scenario). Units are handed out longest first, so the long property and crash tests do not
+start last and leave one core idle at the end. Without xdist (`-p no:xdist`, or `-n 0`) nothing changes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+#: Units that take minutes (CI durations), handed out first; every other unit follows in collection order.
+LONGEST_FIRST = (
+    "tests/spark/test_crash_drills.py",
+    "tests/spark/test_gold_splits.py",
+    "tests/integration",
+    "tests/cluster/test_standalone_cluster.py",
+    "tests/spark/test_maintenance.py",
+    "tests/spark/test_incremental_runs.py",
+    "tests/spark/test_console_and_outputs.py",
+    "tests/spark/test_broker_logs_only.py",
+    "tests/cli/test_cli.py",
+)
+
+
+def _unit(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    return "tests/integration" if path.startswith("tests/integration/") else path
+
+
+def _rank(unit: str) -> int:
+    return LONGEST_FIRST.index(unit) if unit in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist: one `xdist_group` per unit (read by `--dist loadgroup`), longest units first."""
+    if not hasattr(config, "workerinput"):  # only xdist's workers collect; a plain run is left as it is
+        return
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_unit(item.nodeid)))
+    items.sort(key=lambda item: _rank(_unit(item.nodeid)))  # stable: order inside a unit is kept
