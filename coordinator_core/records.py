@@ -20,7 +20,7 @@ from coordinator_core.errors import DecodeError
 class RecordType:
     """One `__consumer_offsets` record type: its id, a stable snake_case name, and its layouts.
 
-    ``value`` is None for types whose values are kept as bytes (share and streams groups).
+    ``value`` is None for types whose values are kept as bytes (18 and 24: in no released broker).
     """
 
     id: int
@@ -55,22 +55,32 @@ RECORD_TYPES: dict[int, RecordType] = {
            m.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
         _t(8, "consumer_group_current_member_assignment", _mk("ConsumerGroupCurrentMemberAssignmentKey"),
            m.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
-        _t(9, "share_group_partition_metadata", _gk("ShareGroupPartitionMetadataKey")),
-        _t(10, "share_group_member_metadata", _mk("ShareGroupMemberMetadataKey")),
-        _t(11, "share_group_metadata", _gk("ShareGroupMetadataKey")),
-        _t(12, "share_group_target_assignment_metadata", _gk("ShareGroupTargetAssignmentMetadataKey")),
-        _t(13, "share_group_target_assignment_member", _mk("ShareGroupTargetAssignmentMemberKey")),
-        _t(14, "share_group_current_member_assignment", _mk("ShareGroupCurrentMemberAssignmentKey")),
-        _t(15, "share_group_state_partition_metadata", _gk("ShareGroupStatePartitionMetadataKey")),
+        _t(9, "share_group_partition_metadata", _gk("ShareGroupPartitionMetadataKey"),
+           m.SHARE_GROUP_PARTITION_METADATA_VALUE),
+        _t(10, "share_group_member_metadata", _mk("ShareGroupMemberMetadataKey"), m.SHARE_GROUP_MEMBER_METADATA_VALUE),
+        _t(11, "share_group_metadata", _gk("ShareGroupMetadataKey"), m.SHARE_GROUP_METADATA_VALUE),
+        _t(12, "share_group_target_assignment_metadata", _gk("ShareGroupTargetAssignmentMetadataKey"),
+           m.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+        _t(13, "share_group_target_assignment_member", _mk("ShareGroupTargetAssignmentMemberKey"),
+           m.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+        _t(14, "share_group_current_member_assignment", _mk("ShareGroupCurrentMemberAssignmentKey"),
+           m.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+        _t(15, "share_group_state_partition_metadata", _gk("ShareGroupStatePartitionMetadataKey"),
+           m.SHARE_GROUP_STATE_PARTITION_METADATA_VALUE),
         _t(16, "consumer_group_regular_expression", m.CONSUMER_GROUP_REGULAR_EXPRESSION_KEY,
            m.CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
-        _t(17, "streams_group_metadata", _gk("StreamsGroupMetadataKey")),
+        _t(17, "streams_group_metadata", _gk("StreamsGroupMetadataKey"), m.STREAMS_GROUP_METADATA_VALUE),
+        # 18 and 24: in Kafka trunk during development, in no released broker (up to 4.4): values kept as bytes.
         _t(18, "streams_group_partition_metadata", _gk("StreamsGroupPartitionMetadataKey")),
-        _t(19, "streams_group_member_metadata", _mk("StreamsGroupMemberMetadataKey")),
-        _t(20, "streams_group_target_assignment_metadata", _gk("StreamsGroupTargetAssignmentMetadataKey")),
-        _t(21, "streams_group_target_assignment_member", _mk("StreamsGroupTargetAssignmentMemberKey")),
-        _t(22, "streams_group_current_member_assignment", _mk("StreamsGroupCurrentMemberAssignmentKey")),
-        _t(23, "streams_group_topology", _gk("StreamsGroupTopologyKey")),
+        _t(19, "streams_group_member_metadata", _mk("StreamsGroupMemberMetadataKey"),
+           m.STREAMS_GROUP_MEMBER_METADATA_VALUE),
+        _t(20, "streams_group_target_assignment_metadata", _gk("StreamsGroupTargetAssignmentMetadataKey"),
+           m.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+        _t(21, "streams_group_target_assignment_member", _mk("StreamsGroupTargetAssignmentMemberKey"),
+           m.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+        _t(22, "streams_group_current_member_assignment", _mk("StreamsGroupCurrentMemberAssignmentKey"),
+           m.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+        _t(23, "streams_group_topology", _gk("StreamsGroupTopologyKey"), m.STREAMS_GROUP_TOPOLOGY_VALUE),
         _t(24, "streams_group_target_assignment_resolved_topic_ids",
            _gk("StreamsGroupTargetAssignmentResolvedTopicIdsKey")),
     )
@@ -95,13 +105,17 @@ class Record:
         key: the decoded key dataclass (``UnknownKey`` for an unknown type).
         value_version: the int16 value prefix, None for a tombstone.
         value: the decoded value dataclass; None for a tombstone; the raw value bytes (prefix included)
-            for share/streams records and unknown types, whose values this library keeps opaque.
+            for record types 18 and 24 and unknown types, whose values this library keeps opaque.
+        trailing_bytes: bytes left after the complete key struct plus those after the complete value
+            struct (0 normally). Kafka's readers (`CoordinatorRecordSerde`, the Scala loader's `Schema.read`)
+            ignore them, so the record is read as Kafka reads it, and this count says it was not clean.
     """
 
     record_type: int
     key: Any
     value_version: int | None
     value: Any
+    trailing_bytes: int = 0
 
     @property
     def kind(self) -> str:
@@ -122,13 +136,18 @@ _VALUE_DECODERS: dict[int, tuple[schema.Decoder, ...]] = {
 }
 
 
-def _decode_value(record_type: int, t: RecordType, value: bytes) -> tuple[int, Any]:
+def _decode_value(record_type: int, t: RecordType, value: bytes) -> tuple[int, Any, int]:
+    """(value version, decoded value, trailing byte count) of a non-null value."""
     path = t.value.name if t.value else "value"
+    if len(value) == 0:
+        raise DecodeError(
+            "empty value (0 bytes): a tombstone's value is None (null), not empty bytes; a record with a value "
+            "starts with an int16 version", f"{path}.version", 0)
     if len(value) < 2:
         raise DecodeError(f"value of {len(value)} byte(s) has no int16 version prefix", f"{path}.version", 0)
     (version,) = wire.INT16.unpack_from(value, 0)
     if t.value is None:
-        return version, bytes(value)
+        return version, bytes(value), 0
     if version < 0:
         raise DecodeError(f"negative value version {version}", f"{path}.version", 0)
     decoders = _VALUE_DECODERS[record_type]
@@ -136,11 +155,8 @@ def _decode_value(record_type: int, t: RecordType, value: bytes) -> tuple[int, A
     # add tagged fields, which are skipped); Kafka's generated readers behave the same way.
     decode = decoders[version] if version < len(decoders) else decoders[-1]
     decoded, pos = decode(value, 2, len(value), path)
-    if pos != len(value):
-        raise DecodeError(
-            f"{len(value) - pos} unexpected trailing byte(s) after {path} v{version}", path, pos
-        )
-    return version, decoded
+    # Bytes after the complete struct are ignored, as Kafka's `message.read(accessor, version)` ignores them.
+    return version, decoded, len(value) - pos
 
 
 def decode_record(key: bytes, value: bytes | None) -> Record:
@@ -151,8 +167,11 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
     >>> (rec.kind, rec.key.group, rec.key.topic, rec.value.offset, rec.value.leader_epoch)
     ('offset_commit', 'my-group', 'my-topic', 42, 5)
 
+    Bytes after a complete key or value struct are ignored, as Kafka's readers ignore them, and counted in
+    ``Record.trailing_bytes``.
+
     Raises:
-        DecodeError: the bytes are truncated, carry an impossible length, or leave trailing bytes.
+        DecodeError: the bytes are truncated or carry an impossible length.
     """
     try:
         if key is None:
@@ -166,10 +185,9 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
             version = wire.INT16.unpack_from(raw, 0)[0] if raw is not None and len(raw) >= 2 else None
             return Record(record_type, m.UnknownKey(bytes(key[2:])), version, raw)
         k, pos = _KEY_DECODERS[record_type](key, 2, len(key), t.key.name)
-        if pos != len(key):
-            raise DecodeError(f"{len(key) - pos} unexpected trailing byte(s) after the key", t.key.name, pos)
+        key_trailing = len(key) - pos
         if value is None:
-            return Record(record_type, k, None, None)
+            return Record(record_type, k, None, None, key_trailing)
         decoders = _VALUE_DECODERS.get(record_type)
         if decoders is not None and len(value) >= 2:
             # Hot path (offset commits, group metadata); _decode_value handles every other case.
@@ -177,10 +195,9 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
             if version < len(decoders):
                 path = t.value.name  # type: ignore[union-attr]
                 v, pos = decoders[version](value, 2, len(value), path)
-                if pos == len(value):
-                    return Record(record_type, k, version, v)
-        version, v = _decode_value(record_type, t, value)
-        return Record(record_type, k, version, v)
+                return Record(record_type, k, version, v, key_trailing + len(value) - pos)
+        version, v, value_trailing = _decode_value(record_type, t, value)
+        return Record(record_type, k, version, v, key_trailing + value_trailing)
     except DecodeError:
         raise
     except Exception as e:  # noqa: BLE001 - the contract: nothing but DecodeError escapes
@@ -191,7 +208,7 @@ def encode_record(rec: Record) -> tuple[bytes, bytes | None]:
     """Encode a :class:`Record` back to (key bytes, value bytes or None) with the same layouts.
 
     The value is written at ``rec.value_version``; a version above the highest known uses the newest
-    layout (as decoding does). Opaque values (share/streams/unknown) are written back unchanged.
+    layout (as decoding does). Opaque values (types 18, 24, unknown) are written back unchanged.
     """
     prefix = wire.INT16.pack(rec.record_type)
     t = RECORD_TYPES.get(rec.record_type)
