@@ -16,13 +16,19 @@ T = TypeVar("T")
 
 def fast_init(cls: type[T]) -> type[T]:
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    if any(f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-           for f in fields) or not hasattr(cls, "__slots__"):
-        return cls  # defaults or no slots: keep the dataclass's own __init__
+    if any(f.default_factory is not dataclasses.MISSING for f in fields) or not hasattr(cls, "__slots__"):
+        return cls  # default factories or no slots: keep the dataclass's own __init__
     names = [f.name for f in fields]
-    env = {f"_set_{n}": cls.__dict__[n].__set__ for n in names}
+    env: dict[str, object] = {f"_set_{n}": cls.__dict__[n].__set__ for n in names}
+    params = []
+    for f in fields:  # plain defaults (trailing, as dataclasses require) are bound once, like def defaults
+        if f.default is dataclasses.MISSING:
+            params.append(f.name)
+        else:
+            env[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
     body = "\n".join(f"    _set_{n}(self, {n})" for n in names) or "    pass"
-    src = f"def __init__(self, {', '.join(names)}):\n{body}\n"
+    src = f"def __init__(self, {', '.join(params)}):\n{body}\n"
     ns: dict[str, object] = {}
     exec(compile(src, f"<fast_init {cls.__name__}>", "exec"), env, ns)
     init = ns["__init__"]

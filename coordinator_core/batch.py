@@ -91,6 +91,7 @@ DECODED_SCHEMA = pa.schema(
         ("topic_id", pa.string()),
         ("group_metadata", GROUP_METADATA),
         ("record_json", pa.string()),
+        ("trailing_bytes", pa.int32()),
         ("error", pa.string()),
         ("error_field_path", pa.string()),
         ("error_position", pa.int32()),
@@ -514,6 +515,8 @@ def _decode_chunk(keys: pa.BinaryArray, values: pa.BinaryArray) -> pa.Table:
         "topic_id": _topic_id_column(n, topic_id_rows, uuids, slow_rows, s["topic_id"]),
         "group_metadata": _slow_only_column(GROUP_METADATA, n, slow_rows, s["group_metadata"]),
         "record_json": _slow_only_column(pa.string(), n, slow_rows, s["record_json"]),
+        # A regular offset commit is exactly its struct's bytes; trailing bytes make a row a slow one.
+        "trailing_bytes": _fixed_column(pa.int32(), np.zeros(n, np.int32), fast.copy(), slow_rows, s["trailing_bytes"]),
         "error": _slow_only_column(pa.string(), n, slow_rows, s["error"]),
         "error_field_path": _slow_only_column(pa.string(), n, slow_rows, s["error_field_path"]),
         "error_position": _slow_only_column(pa.int32(), n, slow_rows, s["error_position"]),
@@ -535,11 +538,14 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def _members(value: m.GroupMetadataValue) -> list[dict[str, Any]]:
+def _members(value: m.GroupMetadataValue) -> tuple[list[dict[str, Any]], int]:
+    """The members' rows, and the trailing bytes of their embedded subscriptions and assignments."""
     out = []
+    trailing = 0
     for mem in value.members:
         proto = decode_member_protocol(value.protocol_type, mem)
         sub, asg = proto.subscription, proto.assignment
+        trailing += (sub.trailing_bytes if sub else 0) + (asg.trailing_bytes if asg else 0)
         out.append(
             {
                 "member_id": mem.member_id,
@@ -553,7 +559,9 @@ def _members(value: m.GroupMetadataValue) -> list[dict[str, Any]]:
                 "subscription_version": sub.version if sub else None,
                 "subscribed_topics": list(sub.topics) if sub else None,
                 "subscription_user_data": sub.user_data if sub else None,
-                "owned_partitions": [{"topic": t, "partition": p} for t, p in sub.owned_partitions] if sub else None,
+                # Subscription v0 has no owned partitions: null, not an empty list.
+                "owned_partitions": [{"topic": t, "partition": p} for t, p in sub.owned_partitions]
+                if sub and sub.version >= 1 else None,
                 "subscription_generation": sub.generation_id if sub else None,
                 "rack_id": sub.rack_id if sub else None,
                 "assignment_version": asg.version if asg else None,
@@ -562,7 +570,7 @@ def _members(value: m.GroupMetadataValue) -> list[dict[str, Any]]:
                 "protocol_error": str(proto.error) if proto.error else None,
             }
         )
-    return out
+    return out, trailing
 
 
 def _row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
@@ -581,6 +589,7 @@ def _row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     row["record_type"] = rec.record_type
     row["record_kind"] = rec.kind
     row["value_version"] = rec.value_version
+    row["trailing_bytes"] = rec.trailing_bytes
     k, v = rec.key, rec.value
     if isinstance(k, m.OffsetCommitKey):
         row.update(group_id=k.group, topic=k.topic, partition=k.partition)
@@ -596,13 +605,17 @@ def _row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     elif isinstance(k, m.GroupMetadataKey):
         row["group_id"] = k.group
         if isinstance(v, m.GroupMetadataValue):
+            members, member_trailing = _members(v)
+            row["trailing_bytes"] += member_trailing
+            # v0/v1 have no state timestamp (None); in v2+ Kafka writes -1 for "none" and reads it as empty.
+            state_ts = v.current_state_timestamp
             row["group_metadata"] = {
                 "protocol_type": v.protocol_type,
                 "generation": v.generation,
                 "protocol": v.protocol,
                 "leader": v.leader,
-                "current_state_timestamp": v.current_state_timestamp,
-                "members": _members(v),
+                "current_state_timestamp": None if state_ts == -1 else state_ts,
+                "members": members,
             }
     elif isinstance(k, m.UnknownKey):
         row["record_json"] = json.dumps(

@@ -46,38 +46,44 @@ class TopicPartition(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Subscription:
     """A decoded ConsumerProtocolSubscription. ``owned_partitions`` (v1+, KIP-429) is flattened to
-    (topic, partition) pairs; ``generation_id`` (v2+) is -1 when absent; ``rack_id`` (v3+) None."""
+    (topic, partition) pairs, empty before v1 (what Kafka's `Subscription.ownedPartitions()` gives);
+    ``generation_id`` (v2+) and ``rack_id`` (v3+) are None in versions that do not have them.
+    ``trailing_bytes`` counts bytes after the complete struct, which Kafka ignores (0 normally)."""
 
     version: int
     topics: tuple[str, ...]
     user_data: bytes | None
     owned_partitions: tuple[TopicPartition, ...]
-    generation_id: int
+    generation_id: int | None
     rack_id: str | None
+    trailing_bytes: int = 0
 
 
 @fast_init
 @dataclass(frozen=True, slots=True)
 class Assignment:
-    """A decoded ConsumerProtocolAssignment: the partitions given to the member, and assignor user data."""
+    """A decoded ConsumerProtocolAssignment: the partitions given to the member, and assignor user data.
+    ``trailing_bytes`` counts bytes after the complete struct, which Kafka ignores (0 normally)."""
 
     version: int
     partitions: tuple[TopicPartition, ...]
     user_data: bytes | None
+    trailing_bytes: int = 0
 
 
 @fast_init
 @dataclass(frozen=True, slots=True)
 class StickyUserData:
-    """StickyAssignor user data: the member's previous assignment and, from V1, its generation."""
+    """StickyAssignor user data: the member's previous assignment and, from V1, its generation (None in
+    V0). Empty user data is "no previous assignment": no partitions, generation and version None."""
 
     previous_assignment: tuple[TopicPartition, ...]
-    generation: int
-    user_data_version: int
+    generation: int | None
+    user_data_version: int | None
 
 
-def _flatten(entries: Iterable[TopicPartitionsEntry]) -> tuple[TopicPartition, ...]:
-    return tuple(TopicPartition(e.topic, p) for e in entries for p in e.partitions)
+def _flatten(entries: Iterable[TopicPartitionsEntry] | None) -> tuple[TopicPartition, ...]:
+    return tuple(TopicPartition(e.topic, p) for e in entries or () for p in e.partitions)
 
 
 def group_by_topic(partitions: Iterable[tuple[str, int]]) -> tuple[TopicPartitionsEntry, ...]:
@@ -105,11 +111,6 @@ def _version_prefix(data: bytes, name: str) -> int:
     return int(version)
 
 
-def _check_consumed(pos: int, end: int, name: str) -> None:
-    if pos != end:
-        raise DecodeError(f"{end - pos} unexpected trailing byte(s) after the struct", name, pos)
-
-
 def decode_subscription(data: bytes) -> Subscription:
     """Decode a member's ConsumerProtocolSubscription bytes (versions 0-3; higher read as 3).
 
@@ -121,9 +122,9 @@ def decode_subscription(data: bytes) -> Subscription:
     version = _version_prefix(data, name)
     layout = min(version, HIGHEST_SUBSCRIPTION_VERSION)
     w, pos = schema.decoder(CONSUMER_PROTOCOL_SUBSCRIPTION, layout)(data, 2, len(data), name)
-    if version <= HIGHEST_SUBSCRIPTION_VERSION:
-        _check_consumed(pos, len(data), name)
-    return Subscription(version, w.topics, w.user_data, _flatten(w.owned_partitions), w.generation_id, w.rack_id)
+    # Kafka's `new ConsumerProtocolSubscription(accessor, version)` ignores bytes after the struct.
+    return Subscription(version, w.topics, w.user_data, _flatten(w.owned_partitions), w.generation_id, w.rack_id,
+                        len(data) - pos)
 
 
 def decode_assignment(data: bytes) -> Assignment:
@@ -132,9 +133,8 @@ def decode_assignment(data: bytes) -> Assignment:
     version = _version_prefix(data, name)
     layout = min(version, HIGHEST_ASSIGNMENT_VERSION)
     w, pos = schema.decoder(CONSUMER_PROTOCOL_ASSIGNMENT, layout)(data, 2, len(data), name)
-    if version <= HIGHEST_ASSIGNMENT_VERSION:
-        _check_consumed(pos, len(data), name)
-    return Assignment(version, _flatten(w.assigned_partitions), w.user_data)
+    # Kafka's `new ConsumerProtocolAssignment(accessor, version)` ignores bytes after the struct.
+    return Assignment(version, _flatten(w.assigned_partitions), w.user_data, len(data) - pos)
 
 
 def encode_subscription(s: Subscription) -> bytes:
@@ -151,9 +151,13 @@ def encode_assignment(a: Assignment) -> bytes:
 
 def decode_sticky_user_data(data: bytes) -> StickyUserData:
     """StickyAssignor user data, read as Kafka's `StickyAssignor.memberData` does: the V1 layout first,
-    then V0; like Java's `Schema.read`, bytes after a complete struct are ignored. Raises DecodeError if
-    neither layout fits (Kafka then uses an empty previous assignment with generation -1).
+    then V0; like Java's `Schema.read`, bytes after a complete struct are ignored. Empty user data is no
+    previous assignment (Kafka's `memberData` tests `!userData.hasRemaining()` before reading anything).
+    Raises DecodeError if neither layout fits (Kafka then uses an empty previous assignment with
+    generation -1).
     """
+    if len(data) == 0:
+        return StickyUserData((), None, None)
     name = STICKY_ASSIGNOR_USER_DATA.name
     last: DecodeError | None = None
     for version in (1, 0):
@@ -174,12 +178,21 @@ def encode_sticky_user_data(previous_assignment: Iterable[tuple[str, int]], gene
     return schema.encode_struct(STICKY_ASSIGNOR_USER_DATA, 0 if generation is None else 1, w)
 
 
+#: CooperativeStickyAssignor's DEFAULT_GENERATION: what it takes when user data holds no generation.
+DEFAULT_GENERATION = -1
+
+
 def decode_cooperative_sticky_user_data(data: bytes) -> int:
-    """CooperativeStickyAssignor user data: the int32 generation the member last owned partitions in."""
+    """CooperativeStickyAssignor user data: the int32 generation the member last owned partitions in.
+
+    Empty user data holds no generation: Kafka's `memberData` fails to read one and takes
+    DEFAULT_GENERATION (-1), so that is returned. Bytes after the int32 are ignored, as `Schema.read`
+    ignores them. Raises DecodeError for 1-3 bytes (a generation cut short).
+    """
+    if len(data) == 0:
+        return DEFAULT_GENERATION
     if len(data) < 4:
         raise wire.underrun("CooperativeStickyAssignorUserData.generation", 0, 4, len(data))
-    if len(data) > 4:
-        raise DecodeError(f"{len(data) - 4} trailing byte(s)", "CooperativeStickyAssignorUserData", 4)
     return int(wire.INT32.unpack_from(data, 0)[0])
 
 

@@ -220,6 +220,7 @@ class _DecoderBuilder(_CodeBuilder):
         self.ns: dict[str, Any] = {
             "DecodeError": DecodeError,
             "_underrun": wire.underrun,
+            "_run_underrun": wire.run_underrun,
             "_ruv": wire.read_uvarint,
             "_rs": wire.read_string,
             "_rb": wire.read_bytes,
@@ -238,9 +239,13 @@ class _DecoderBuilder(_CodeBuilder):
         fname = f"decode_{_ident(s.name)}_v{v}"
         self.emit(0, f"def {fname}(buf, pos, end, path):")
         present, tagged = self.split_fields()
-        # Absent fields take their declared defaults.
+        # A field this version does not have is None (null), not Kafka's in-memory default: a -1 or 0 there
+        # would read as a value the writer never wrote (Kafka's JsonConverter leaves such fields out too).
+        # A tagged field of this version that the writer left out takes its declared default, as in Kafka.
         for f in s.fields:
-            if f not in present:
+            if not f.present_in(v):
+                self.emit(1, f"v_{f.name} = None")
+            elif f not in present:
                 self.ns[f"_d_{f.name}"] = f.default_value()
                 self.emit(1, f"v_{f.name} = _d_{f.name}")
         i = 0
@@ -272,8 +277,11 @@ class _DecoderBuilder(_CodeBuilder):
         name = self.tmp("st")
         self.ns[name] = st
         targets = ", ".join(f"v_{f.name}" for f in run) + ("," if len(run) == 1 else "")
+        # One bounds check for the whole run; only when it fails is the field cut short worked out.
+        widths = self.tmp("widths")
+        self.ns[widths] = tuple((f.name, f.type.size) for f in run if isinstance(f.type, Primitive))
         self.emit(1, f"if pos + {st.size} > end:")
-        self.emit(2, f"raise _underrun(path + '.{run[0].name}', pos, {st.size}, end)")
+        self.emit(2, f"raise _run_underrun(path, pos, end, {widths})")
         self.emit(1, f"{targets} = {name}.unpack_from(buf, pos)")
         self.emit(1, f"pos += {st.size}")
 

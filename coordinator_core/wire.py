@@ -36,6 +36,17 @@ def underrun(path: str, pos: int, need: int, end: int) -> DecodeError:
     )
 
 
+def run_underrun(path: str, pos: int, end: int, widths: tuple[tuple[str, int], ...]) -> DecodeError:
+    """The error for a run of fixed-width fields (read with one bounds check) that does not fit: it names
+    the first field of the run that is cut short, at that field's own position and width."""
+    at = pos
+    for name, width in widths:
+        if at + width > end:
+            return underrun(f"{path}.{name}", at, width, end)
+        at += width
+    return underrun(path, pos, at - pos, end)  # pragma: no cover - called only when the run does not fit
+
+
 def _text(raw: bytes) -> str:
     # Java's `new String(bytes, UTF_8)` replaces malformed sequences instead of failing, and Kafka
     # decodes keys that way; doing the same keeps group ids identical to what Kafka reports.

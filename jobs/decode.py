@@ -450,6 +450,7 @@ def decode_coverage_rows(decoded: DataFrame, control_records: DataFrame | None, 
     status = (
         F.when(F.col("error").isNotNull(), F.lit("error"))
         .when(F.col("record_kind") == "unknown", F.lit("unknown_type"))
+        .when(F.col("trailing_bytes") > 0, F.lit("decoded_trailing_bytes"))
         .when(F.col("is_tombstone"), F.lit("tombstone"))
         .otherwise(F.lit("decoded"))
     )
@@ -908,7 +909,8 @@ def _decode_new_records(
         present = {(r[1], r[4]) for r in coverage_rows}
         has_group_metadata = any(t == GROUP_METADATA_TYPE and s != "error" for t, s in present)
         has_other = any(
-            s in ("decoded", "tombstone", "unknown_type") and (t is None or t > GROUP_METADATA_TYPE)
+            s in ("decoded", "decoded_trailing_bytes", "tombstone", "unknown_type")
+            and (t is None or t > GROUP_METADATA_TYPE)
             for t, s in present
         )
         # The remaining tables are independent of each other: written at the same time (`write_together`;

@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 
 #: Decode statuses that are not errors (every other status is a record sent to decode_errors); transaction
 #: markers (`control`) are no records to decode, as in the decode stage's own count.
-_DECODED_STATUSES = ("decoded", "tombstone", "control")
+#: decode_coverage statuses of records that were read (decoded_trailing_bytes: read as Kafka reads them,
+#: bytes after the complete struct ignored); every other status counts as a decode error.
+_DECODED_STATUSES = ("decoded", "decoded_trailing_bytes", "tombstone", "control")
 
 
 def _segment_cluster(path: str, config: Config) -> str:

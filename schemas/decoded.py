@@ -65,6 +65,7 @@ DECODED_RECORD = T.StructType(
         T.StructField("topic_id", T.StringType()),
         T.StructField("group_metadata", GROUP_METADATA_STRUCT),
         T.StructField("record_json", T.StringType()),
+        T.StructField("trailing_bytes", T.IntegerType()),
         T.StructField("error", T.StringType()),
         T.StructField("error_field_path", T.StringType()),
         T.StructField("error_position", T.IntegerType()),

@@ -69,7 +69,9 @@ DECODE_COVERAGE = TableSpec(
             column("record_type", T.ShortType(), "Key type (null when the key is shorter than 2 bytes)."),
             column("record_kind", T.StringType(), "Key schema name, unknown, or control."),
             column("value_version", T.ShortType(), "Value version (null for tombstones)."),
-            column("status", T.StringType(), "decoded / tombstone / unknown_type / error / control.", False),
+            column("status", T.StringType(),
+                   "decoded / decoded_trailing_bytes (read as Kafka reads it, bytes after the complete struct "
+                   "ignored) / tombstone / unknown_type / error / control.", False),
             column("records", T.LongType(), "Number of records.", False),
         ]
     ),

@@ -65,7 +65,8 @@ def classic_member(protocol_type: str, member: MemberMetadata | GenerationMember
         member_epoch=None,
         previous_member_epoch=None,
         member_state=None,
-        rebalance_timeout_ms=member.rebalance_timeout if member.rebalance_timeout >= 0 else None,
+        rebalance_timeout_ms=member.rebalance_timeout
+        if member.rebalance_timeout is not None and member.rebalance_timeout >= 0 else None,
         session_timeout_ms=member.session_timeout,
     )
 

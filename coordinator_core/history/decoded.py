@@ -49,7 +49,7 @@ def stored_member(member: Mapping[str, Any]) -> GenerationMember:
     The same values ``classic.classic_member`` derives from the member's bytes: subscribed topics, the
     assignment and the owned partitions of a ConsumerProtocol member (empty for other protocol types or
     bytes that did not decode), the client host without the leading slash, and no rebalance timeout for
-    a v0 record (-1 there)."""
+    a v0 record (null there, as that version has none; -1 in rows decoded before nulls)."""
     rebalance_timeout = member["rebalance_timeout"]
     return GenerationMember(
         member_id=member["member_id"],

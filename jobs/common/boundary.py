@@ -67,7 +67,9 @@ ERRORS_KEPT_PER_TASK = 2000
 
 def coverage_status(decoded: Any) -> Any:
     """decode_coverage's status of each row of a decoded Arrow table (the same rule as
-    `jobs.decode.decode_coverage_rows` applies in Spark): error, unknown_type, tombstone or decoded."""
+    `jobs.decode.decode_coverage_rows` applies in Spark): error, unknown_type, decoded_trailing_bytes
+    (read as Kafka reads it, with bytes after a complete struct ignored; a tombstone's key included),
+    tombstone or decoded."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -75,6 +77,7 @@ def coverage_status(decoded: Any) -> Any:
     status = pa.array(["decoded"] * n, pa.string()) if n else pa.array([], pa.string())
     for condition, value in (
         (pc.fill_null(decoded.column("is_tombstone"), False), "tombstone"),
+        (pc.fill_null(pc.greater(decoded.column("trailing_bytes"), 0), False), "decoded_trailing_bytes"),
         (pc.fill_null(pc.equal(decoded.column("record_kind"), "unknown"), False), "unknown_type"),
         (pc.is_valid(decoded.column("error")), "error"),
     ):  # later rules win

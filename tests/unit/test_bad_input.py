@@ -1,8 +1,11 @@
 """Bad bytes give a DecodeError with a field path and position, never another exception, and never a
-silent misread: every truncation of every golden vector, trailing garbage, impossible lengths, and
-hypothesis-generated random and mutated input."""
+silent misread: every truncation of every golden vector, impossible lengths, and hypothesis-generated
+random and mutated input. Trailing garbage after a complete struct is read as Kafka reads it (ignored) and
+counted (issue #21 item 5)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -37,11 +40,16 @@ def test_every_key_truncation_raises_decode_error(key: bytes, value: bytes) -> N
 
 
 @pytest.mark.parametrize("key,value", GOLDEN, ids=[f"golden{i}" for i in range(len(GOLDEN))])
-def test_trailing_garbage_is_an_error(key: bytes, value: bytes) -> None:
-    with pytest.raises(cc.DecodeError, match="trailing"):
-        cc.decode_record(key, value + b"\x00")
-    with pytest.raises(cc.DecodeError, match="trailing"):
-        cc.decode_record(key + b"\x00", value)
+def test_trailing_garbage_is_read_as_kafka_reads_it_and_counted(key: bytes, value: bytes) -> None:
+    # Kafka's CoordinatorRecordSerde reads the key and the value with `message.read(accessor, version)`,
+    # which stops after the struct: the bytes after it change nothing but the count.
+    clean = cc.decode_record(key, value)
+    assert clean.trailing_bytes == 0
+    for got, count in ((cc.decode_record(key, value + b"\x00"), 1), (cc.decode_record(key + b"\x00\x07", value), 2),
+                       (cc.decode_record(key + b"\x01", value + b"\xff\xff\xff"), 4)):
+        assert (got.record_type, got.key, got.value_version, got.value) == (
+            clean.record_type, clean.key, clean.value_version, clean.value)
+        assert got.trailing_bytes == count
 
 
 def test_error_names_the_field_and_position() -> None:
@@ -73,8 +81,8 @@ def test_consumer_protocol_bad_input() -> None:
     for cut in range(len(sub)):
         with pytest.raises(cc.DecodeError):
             cc.decode_subscription(sub[:cut])
-    with pytest.raises(cc.DecodeError, match="trailing"):
-        cc.decode_subscription(sub + b"\x01")
+    # ConsumerProtocol.deserializeSubscription ignores bytes after the struct: read, and counted.
+    assert cc.decode_subscription(sub + b"\x01") == dataclasses.replace(cc.decode_subscription(sub), trailing_bytes=1)
     with pytest.raises(cc.DecodeError, match="negative"):
         cc.decode_assignment(b"\xff\xff")
 

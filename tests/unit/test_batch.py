@@ -96,7 +96,12 @@ def test_error_rows_keep_their_reason_and_null_decoded_columns() -> None:
     keys, values = mixed_input()
     rows = cc.decode_batch(keys, values).to_pylist()
     errors = [r for r in rows if r["error"] is not None]
-    assert len(errors) == 4  # short key, missing key, truncated value, trailing garbage
+    assert len(errors) == 3  # short key, missing key, truncated value
+    # Trailing garbage after a complete value is read as Kafka reads it (issue #21 item 5), and counted.
+    assert [r["trailing_bytes"] for r in rows].count(1) == 1
+    assert [r["trailing_bytes"] for r in rows if r["error"] is None and r["trailing_bytes"] != 1] == [0] * (
+        len(rows) - 4)
+    assert all(r["trailing_bytes"] is None for r in errors)
     for r in errors:
         assert r["error_field_path"] and r["committed_offset"] is None and r["group_metadata"] is None
     unknown = [r for r in rows if r["record_kind"] == "unknown" and r["error"] is None]

@@ -38,7 +38,7 @@ def test_subscription_versions(version: int) -> None:
     assert sub == cc.Subscription(
         version, ("a", "b"), b"ud",
         (("a", 0), ("a", 3)) if version >= 1 else (),
-        9 if version >= 2 else -1,
+        9 if version >= 2 else None,  # a field the version lacks is None
         "rack-1" if version >= 3 else None,
     )
     assert cc.encode_subscription(sub) == raw
@@ -68,7 +68,7 @@ def test_sticky_user_data_v1_and_v0() -> None:
     ud = cc.decode_sticky_user_data(h(v.STICKY_USER_DATA_V1))
     assert ud == cc.StickyUserData((("my-topic", 0), ("my-topic", 1)), 7, 1)
     v0 = h(v.STICKY_USER_DATA_V1)[:-4]  # V0 has no generation
-    assert cc.decode_sticky_user_data(v0) == cc.StickyUserData((("my-topic", 0), ("my-topic", 1)), -1, 0)
+    assert cc.decode_sticky_user_data(v0) == cc.StickyUserData((("my-topic", 0), ("my-topic", 1)), None, 0)
     assert cc.encode_sticky_user_data([("my-topic", 0), ("my-topic", 1)], 7) == h(v.STICKY_USER_DATA_V1)
     assert cc.encode_sticky_user_data([("my-topic", 0), ("my-topic", 1)], None) == v0
     with pytest.raises(cc.DecodeError):

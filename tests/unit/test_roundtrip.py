@@ -24,10 +24,10 @@ def offset_commits(draw: st.DrawFn) -> Record:
     version = draw(st.integers(0, 4))
     value = m.OffsetCommitValue(
         offset=draw(i64),
-        leader_epoch=draw(i32) if version >= 3 else -1,
+        leader_epoch=draw(i32) if version >= 3 else None,  # a field the version lacks is None
         metadata=draw(text),
         commit_timestamp=draw(i64),
-        expire_timestamp=draw(i64) if version == 1 else -1,
+        expire_timestamp=draw(i64) if version == 1 else None,
         topic_id=draw(uuids) if version >= 4 else None,
     )
     key = m.OffsetCommitKey(draw(text), draw(text), draw(i32))
@@ -43,7 +43,7 @@ def group_metadata(draw: st.DrawFn) -> Record:
             group_instance_id=draw(st.one_of(st.none(), text)) if version >= 3 else None,
             client_id=draw(text),
             client_host=draw(text),
-            rebalance_timeout=draw(i32) if version >= 1 else -1,
+            rebalance_timeout=draw(i32) if version >= 1 else None,
             session_timeout=draw(i32),
             subscription=draw(st.binary(max_size=20)),
             assignment=draw(st.binary(max_size=20)),
@@ -51,7 +51,7 @@ def group_metadata(draw: st.DrawFn) -> Record:
         for _ in range(draw(st.integers(0, 3)))
     )
     value = m.GroupMetadataValue(draw(text), draw(i32), draw(st.one_of(st.none(), text)),
-                                 draw(st.one_of(st.none(), text)), draw(i64) if version >= 2 else -1, members)
+                                 draw(st.one_of(st.none(), text)), draw(i64) if version >= 2 else None, members)
     return Record(2, m.GroupMetadataKey(draw(text)), version, value)
 
 
@@ -99,7 +99,7 @@ def test_consumer_protocol_round_trip(version: int, topics: list[str], user_data
                                       owned: list[tuple[str, int]]) -> None:
     sub = cc.Subscription(version, tuple(topics), user_data,
                           tuple(cc.TopicPartition(t, p) for t, p in owned) if version >= 1 else (),
-                          7 if version >= 2 else -1, "r" if version >= 3 else None)
+                          7 if version >= 2 else None, "r" if version >= 3 else None)
     assert cc.decode_subscription(cc.encode_subscription(sub)) == sub
     asg = cc.Assignment(version, tuple(cc.TopicPartition(t, p) for t, p in owned), user_data)
     assert cc.decode_assignment(cc.encode_assignment(asg)) == asg

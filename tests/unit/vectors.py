@@ -20,18 +20,20 @@ GROUP_KEY = "000200086d792d67726f7570"  # ref §8.1
 
 # (name, hex, version, offset, leader_epoch, metadata, commit_ts, expire_ts, topic_id, provenance)
 OFFSET_VALUES = [
-    ("v0", "0000000000000000002a00000000018bcfe56800", 0, 42, -1, "", T, -1, None, "ref §8.2"),
-    ("v1", "0001000000000000002a00000000018bcfe568000000018bd50bc400", 1, 42, -1, "", T, T + 86_400_000, None,
+    # A field the version does not have (leader epoch before v3, expire timestamp outside v1) is None;
+    # a leader epoch the writer set to -1 ("none") stays -1.
+    ("v0", "0000000000000000002a00000000018bcfe56800", 0, 42, None, "", T, None, None, "ref §8.2"),
+    ("v1", "0001000000000000002a00000000018bcfe568000000018bd50bc400", 1, 42, None, "", T, T + 86_400_000, None,
      "ref §8.2"),
-    ("v2", "0002000000000000002a00000000018bcfe56800", 2, 42, -1, "", T, -1, None, "ref §8.2"),
-    ("v3", "0003000000000000002a0000000500000000018bcfe56800", 3, 42, 5, "", T, -1, None, "ref §8.2"),
-    ("v3-meta", "0003000000000000002affffffff00046d6574610000018bcfe56800", 3, 42, -1, "meta", T, -1, None,
+    ("v2", "0002000000000000002a00000000018bcfe56800", 2, 42, None, "", T, None, None, "ref §8.2"),
+    ("v3", "0003000000000000002a0000000500000000018bcfe56800", 3, 42, 5, "", T, None, None, "ref §8.2"),
+    ("v3-meta", "0003000000000000002affffffff00046d6574610000018bcfe56800", 3, 42, -1, "meta", T, None, None,
      "ref §8.2"),
-    ("v4", "0004000000000000002a00000005010000018bcfe5680000", 4, 42, 5, "", T, -1, None, "ref §8.2"),
+    ("v4", "0004000000000000002a00000005010000018bcfe5680000", 4, 42, 5, "", T, None, None, "ref §8.2"),
     ("v4-topic-id", "0004000000000000002a00000005010000018bcfe568000100100102030405060708090a0b0c0d0e0f10",
-     4, 42, 5, "", T, -1, "AQIDBAUGBwgJCgsMDQ4PEA", "ref §8.2"),
+     4, 42, 5, "", T, None, "AQIDBAUGBwgJCgsMDQ4PEA", "ref §8.2"),
     ("v4-kafka-4.1-broker", "0004000000000021d4a8ffffffff010000019964f2d83600", 4, 2217128, -1, "",
-     1758335260726, -1, None, "franz-go #1105"),
+     1758335260726, None, None, "franz-go #1105"),
 ]
 
 GROUP_VALUE_V3 = (  # ref §8.3: one consumer member, range, generation 1
