@@ -6,10 +6,13 @@ Two sources, one output:
 - kafka: Spark's Kafka source in batch mode, per partition from the last archived offset + 1 to the
   last stable offset (see `kafka_offset_bounds` and `read_kafka` for transactions).
 
-Re-ingesting the same data adds nothing: records above a partition's archive watermark are appended,
-records at or below it only when their (cluster, partition, offset) is absent (a backfill from an older
-copy). When the earliest offset a source still has is past the watermark + 1, the records in between
-were removed (retention, compaction) before they were archived: a history_gaps row says so.
+Re-ingesting the same data adds nothing: a record is archived only when its (cluster, partition, offset)
+is absent from the archive (a backfill from an older copy included). Copies of one partition from several
+brokers are reconciled (`reconcile_copies`): identical copies are archived once; where copies differ at
+one offset, Kafka's leader epoch rule decides, and every losing copy goes to replica_conflicts with its
+reason, never silently dropped. When the earliest offset a source still has is past the archive's
+watermark + 1, the records in between were removed (retention, compaction) before they were archived: a
+history_gaps row says so.
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ from jobs.common.boundary import READ_ERROR, READ_ERROR_POSITION, read_segment_f
 from jobs.common.config import KafkaSource, SegmentSource
 from jobs.common.delta_io import Tables
 from jobs.common.progress import log, step
-from schemas import HISTORY_GAPS, RAW_OFFSETS
+from schemas import HISTORY_GAPS, RAW_OFFSETS, REPLICA_CONFLICTS
 
 SEGMENT_PATH_PATTERN = r"__consumer_offsets-(\d+)/[^/]+\.log$"
+CHECKPOINT_PATH_PATTERN = r"__consumer_offsets-(\d+)/leader-epoch-checkpoint$"
 #: Kafka names a segment file by its base offset in 20 digits (LogFileUtils.filenamePrefixFromOffset).
 SEGMENT_BASE_OFFSET_PATTERN = r"/(\d{20})\.log$"
 POSITION = ["cluster", "partition"]
@@ -43,18 +47,24 @@ POSITION = ["cluster", "partition"]
 # -- extract ------------------------------------------------------------------------------------------
 
 
-def list_segment_files(spark: SparkSession, sources: Sequence[SegmentSource]) -> DataFrame:
-    """(cluster, partition, path) of every `__consumer_offsets-N/*.log` under the configured roots.
+def list_partition_files(
+    spark: SparkSession, sources: Sequence[SegmentSource]
+) -> tuple[list[tuple[str, int, str]], list[tuple[str, int, str]]]:
+    """(cluster, partition, path) of every `__consumer_offsets-N/*.log` segment file and of every
+    `__consumer_offsets-N/leader-epoch-checkpoint` file under the configured roots, in one listing.
 
     Listed through Hadoop's FileSystem API (so object-store roots work). Spark's file sources cannot be
     used for this: they skip every path component starting with "_" as hidden, and Kafka's partition
-    directories are called `__consumer_offsets-N`. Listing is metadata only (one row per segment file);
-    the contents are read by the executors.
+    directories are called `__consumer_offsets-N`. Listing is metadata only (one row per file); segment
+    contents are read by the executors. Copies of one partition from several brokers (one directory per
+    broker below the cluster's: `<cluster>/<broker-dir>/__consumer_offsets-N/`) are all listed.
     """
     jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
     hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
-    pattern = re.compile(SEGMENT_PATH_PATTERN)
-    rows: list[tuple[str, int, str]] = []
+    segment_pattern = re.compile(SEGMENT_PATH_PATTERN)
+    checkpoint_pattern = re.compile(CHECKPOINT_PATH_PATTERN)
+    segments: list[tuple[str, int, str]] = []
+    checkpoints: list[tuple[str, int, str]] = []
     for source in sources:
         root = jvm.org.apache.hadoop.fs.Path(source.path)
         fs = root.getFileSystem(hadoop_conf)
@@ -65,10 +75,47 @@ def list_segment_files(spark: SparkSession, sources: Sequence[SegmentSource]) ->
             path = files.next().getPath()
             # coordinator_core reads local (or mounted) files: a file: URI becomes a plain path.
             uri = path.toUri().getPath() if fs.getScheme() == "file" else path.toString()
-            match = pattern.search(uri)
-            if match:
-                rows.append((_cluster_of(source, root.toUri().getPath(), uri), int(match.group(1)), uri))
-    return spark.createDataFrame(sorted(rows), "cluster string, partition int, path string")
+            for pattern, found in ((segment_pattern, segments), (checkpoint_pattern, checkpoints)):
+                match = pattern.search(uri)
+                if match:
+                    found.append((_cluster_of(source, root.toUri().getPath(), uri), int(match.group(1)), uri))
+    return sorted(segments), sorted(checkpoints)
+
+
+def list_segment_files(spark: SparkSession, sources: Sequence[SegmentSource]) -> DataFrame:
+    """(cluster, partition, path) of every `__consumer_offsets-N/*.log` under the configured roots
+    (`list_partition_files`)."""
+    segments, _ = list_partition_files(spark, sources)
+    return spark.createDataFrame(segments, "cluster string, partition int, path string")
+
+
+def read_leader_epoch_checkpoints(
+    spark: SparkSession, checkpoints: Sequence[tuple[str, int, str]]
+) -> tuple[list[tuple[str, int, int, int, str]], list[dict[str, Any]]]:
+    """The entries of `leader-epoch-checkpoint` files, as (cluster, partition, epoch, start offset, path),
+    and the files Kafka itself would refuse (as segment errors: their evidence is not used).
+
+    Read on the driver through Hadoop's FileSystem API: one small text file per partition copy.
+    """
+    from coordinator_core.leader_epochs import CheckpointError, read_leader_epoch_checkpoint
+
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    entries: list[tuple[str, int, int, int, str]] = []
+    errors: list[dict[str, Any]] = []
+    for cluster, partition, path in checkpoints:
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+        stream = hadoop_path.getFileSystem(hadoop_conf).open(hadoop_path)
+        try:
+            text = str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+        finally:
+            stream.close()
+        try:
+            for epoch, start in read_leader_epoch_checkpoint(text, path):
+                entries.append((cluster, partition, epoch, start, path))
+        except CheckpointError as e:
+            errors.append({"file": path, "position": 0, "error": f"leader_epoch_checkpoint: {e}"})
+    return entries, errors
 
 
 def next_segment_base_offsets(segment_files: DataFrame) -> DataFrame:
@@ -202,6 +249,7 @@ def read_kafka(
         F.lit(None).cast("string").alias("control_type"),
         F.lit(None).cast("long").alias("batch_base_offset"),
         F.lit(None).cast("long").alias("batch_last_offset"),
+        F.lit(None).cast("int").alias("partition_leader_epoch"),
         F.lit(f"kafka:{source.bootstrap_servers}").alias("source"),
         F.lit(None).cast("string").alias(READ_ERROR),
         F.lit(None).cast("long").alias(READ_ERROR_POSITION),
@@ -222,20 +270,198 @@ def archive_watermarks(raw_offsets: DataFrame) -> DataFrame:
     return raw_offsets.groupBy(*POSITION).agg(F.max("offset").alias("last_archived_offset"))
 
 
-def records_to_archive(records: DataFrame, watermarks: DataFrame, archived_keys: DataFrame) -> DataFrame:
-    """Records whose (cluster, partition, offset) is not archived yet, each once.
+#: The fields that make two copies of one offset the same record. STRICT: the record itself; LENIENT: batch
+#: facts a source may not know (null from Kafka's source, or in rows archived before partition_leader_epoch
+#: existed), equal or unknown on either side.
+STRICT_FIELDS = ("key", "value", "timestamp", "timestamp_type", "is_control", "control_type")
+LENIENT_FIELDS = ("producer_id", "producer_epoch", "is_transactional", "batch_base_offset", "batch_last_offset",
+                  "partition_leader_epoch")
+TRUNCATED = "truncated_by_later_epoch"
+ARCHIVED_TRUNCATED = "archived_copy_truncated"
+UNDECIDED = "undecided"
+_EPOCH_ENDS_SCHEMA = ("cluster string, partition int, epoch int, end_epoch int, end_start_offset long, "
+                      "end_evidence string")
 
-    Above the watermark a record is new by construction; at or below it (an older copy being
-    backfilled) it is checked against the archive's keys.
+
+def _digest(fields: Sequence[str], prefix: str = "") -> Any:
+    """SHA-256 (hex) of the fields' values, null-aware (a null and an empty value differ)."""
+    parts = []
+    for name in fields:
+        c = F.col(prefix + name)
+        text = F.hex(c) if name in ("key", "value") else (
+            F.unix_micros(c).cast("string") if name == "timestamp" else c.cast("string"))
+        parts.append(F.coalesce(F.concat(F.lit("="), text), F.lit("-")))
+    return F.sha2(F.concat_ws("|", *parts), 256)
+
+
+def epoch_evidence(records: DataFrame, archive_epochs: DataFrame | None = None,
+                   checkpoints: Sequence[tuple[str, int, int, int, str]] = ()) -> list[tuple[str, int, int, int, str]]:
+    """(cluster, partition, epoch, start offset, evidence) of every leader epoch the inputs show: a batch of
+    epoch e at base offset b says e started at or before b (this run's copies and the archive), a
+    `leader-epoch-checkpoint` entry says where it started. Small: one row per partition, epoch and source."""
+    base = F.coalesce("batch_base_offset", "offset")
+    read = (records.where(F.col("partition_leader_epoch") >= 0)
+            .groupBy(*POSITION, F.col("partition_leader_epoch").alias("epoch"))
+            .agg(F.min_by(F.struct(base.alias("start"), F.col("source")), F.struct(base, F.col("source")))
+                 .alias("first"))
+            .select(*POSITION, "epoch", "first.start",
+                    F.concat(F.lit("batch at offset "), F.col("first.start"), F.lit(" of "), "first.source")))
+    rows = [tuple(r) for r in read.collect()]
+    if archive_epochs is not None:
+        rows += [(r["cluster"], r["partition"], r["epoch"], r["start"], f"raw_offsets (batch at offset {r['start']})")
+                 for r in archive_epochs.where(F.col("epoch") >= 0).collect()]
+    rows += [(c, p, e, o, f"leader-epoch-checkpoint {path}") for c, p, e, o, path in checkpoints]
+    return rows
+
+
+def epoch_ends(spark: SparkSession, evidence: Sequence[tuple[str, int, int, int, str]]) -> DataFrame:
+    """(cluster, partition, epoch) -> the later epoch whose start ends it (`coordinator_core.leader_epochs`):
+    a record of that epoch at or past `end_start_offset` was truncated by Kafka."""
+    from coordinator_core.leader_epochs import EpochStart, epoch_end_offsets, epoch_starts
+
+    by_partition: dict[tuple[str, int], list[EpochStart]] = {}
+    for cluster, partition, epoch, start, where in evidence:
+        by_partition.setdefault((cluster, partition), []).append(EpochStart(int(epoch), int(start), where))
+    rows = []
+    for (cluster, partition), found in sorted(by_partition.items()):
+        for epoch, end in sorted(epoch_end_offsets(epoch_starts(found)).items()):
+            if end is not None:
+                rows.append((cluster, partition, epoch, end.epoch, end.start_offset, end.source))
+    return spark.createDataFrame(rows, _EPOCH_ENDS_SCHEMA)
+
+
+def reconcile_copies(records: DataFrame, archived: DataFrame, ends: DataFrame | None = None) -> DataFrame:
+    """Every distinct copy of each (cluster, partition, offset) this run read, decided against the other
+    copies and the archive: `_archive` (archive it: the offset's winner, not archived yet) or `_reason` (a
+    replica conflict to quarantine), with the columns of `records` plus `_digest`, `_copies`, `_kept_source`,
+    `_kept_epoch`, `_kept_archived`, `_end_epoch`, `_end_start_offset`, `_end_evidence`. A copy equal to
+    the archived record (`STRICT_FIELDS`, `LENIENT_FIELDS`) is neither.
+
+    The rule (Kafka's): a copy written under leader epoch e at or past the start offset of a later epoch
+    (`ends`) was truncated by that epoch's leader and loses. Among the rest, the archived record is kept
+    (the archive is append-only); else, when the rule cannot decide (same or unknown epoch), the tie-break:
+    higher batch leader epoch, then the copy more files hold, then the first source path, then the digest.
     """
     columns = records.columns
-    with_watermark = records.join(watermarks, on=POSITION, how="left")
-    above = with_watermark.where(
-        F.col("last_archived_offset").isNull() | (F.col("offset") > F.col("last_archived_offset"))
-    ).select(*columns)
-    at_or_below = with_watermark.where(F.col("offset") <= F.col("last_archived_offset")).select(*columns)
-    backfill = at_or_below.join(archived_keys.select(*POSITION, "offset"), on=[*POSITION, "offset"], how="left_anti")
-    return above.unionByName(backfill).dropDuplicates([*POSITION, "offset"])
+    if ends is None:
+        ends = records.sparkSession.createDataFrame([], _EPOCH_ENDS_SCHEMA)
+    offset_key = [*POSITION, "offset"]
+    strict = _digest(STRICT_FIELDS)
+    keyed = (records.withColumn("_strict", strict)
+             .withColumn("_digest", _digest((*STRICT_FIELDS, *LENIENT_FIELDS)))
+             .repartition(*offset_key))
+    same_copy = Window.partitionBy(*offset_key, "_digest")
+    variants = (keyed.withColumn("_copies", F.count(F.lit(1)).over(same_copy).cast("int"))
+                .withColumn("_nth", F.row_number().over(same_copy.orderBy("source")))
+                .where(F.col("_nth") == 1).drop("_nth"))
+    a = archived.select(*offset_key, _digest(STRICT_FIELDS).alias("a_strict"),
+                        *[F.col(c).alias(f"a_{c}") for c in LENIENT_FIELDS], F.col("source").alias("a_source"),
+                        F.lit(True).alias("a_held"))
+    end = F.broadcast(ends)
+    joined = (
+        variants.join(a, on=offset_key, how="left")
+        .join(end.withColumnRenamed("epoch", "partition_leader_epoch")
+              .withColumnRenamed("end_epoch", "_end_epoch")
+              .withColumnRenamed("end_start_offset", "_end_start_offset")
+              .withColumnRenamed("end_evidence", "_end_evidence"),
+              on=[*POSITION, "partition_leader_epoch"], how="left")
+        .join(end.select(*POSITION, F.col("epoch").alias("a_partition_leader_epoch"),
+                         F.col("end_start_offset").alias("a_end_start_offset")),
+              on=[*POSITION, "a_partition_leader_epoch"], how="left")
+    )
+    lenient_equal = [F.col(c).isNull() | F.col(f"a_{c}").isNull() | (F.col(c) == F.col(f"a_{c}"))
+                     for c in LENIENT_FIELDS]
+    same_as_archived = F.col("a_held") & (F.col("_strict") == F.col("a_strict"))
+    for condition in lenient_equal:
+        same_as_archived = same_as_archived & condition
+    truncated = F.coalesce(F.col("offset") >= F.col("_end_start_offset"), F.lit(False))
+    archived_truncated = F.coalesce(F.col("offset") >= F.col("a_end_start_offset"), F.lit(False))
+    pending = joined.where(~F.coalesce(same_as_archived, F.lit(False))).withColumn("_truncated", truncated)
+    rank = Window.partitionBy(*offset_key).orderBy(
+        F.col("_truncated").asc(), F.col("partition_leader_epoch").desc_nulls_last(), F.col("_copies").desc(),
+        F.col("source").asc(), F.col("_digest").asc())
+    first = F.first  # the rank-1 copy's fields, over the whole offset
+    whole = rank.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    ranked = (pending.withColumn("_rank", F.row_number().over(rank))
+              .withColumn("_top_source", first("source").over(whole))
+              .withColumn("_top_epoch", first("partition_leader_epoch").over(whole))
+              .withColumn("_top_truncated", first("_truncated").over(whole)))
+    held = F.coalesce(F.col("a_held"), F.lit(False))
+    # the copy raw_offsets holds at this offset after the run: the archived one, else the rank-1 copy
+    # unless even that one was truncated (then none)
+    winner_here = ~held & (F.col("_rank") == 1) & ~F.col("_truncated")
+    kept_exists = held | ~F.col("_top_truncated")
+    reason = (F.when(winner_here, F.lit(None))
+              .when(F.col("_truncated"), F.lit(TRUNCATED))
+              .when(held & archived_truncated, F.lit(ARCHIVED_TRUNCATED))
+              .otherwise(F.lit(UNDECIDED)))
+    return ranked.select(
+        *columns,
+        "_digest",
+        "_copies",
+        winner_here.alias("_archive"),
+        reason.alias("_reason"),
+        F.when(held, F.col("a_source")).when(kept_exists, F.col("_top_source")).alias("_kept_source"),
+        F.when(held, F.col("a_partition_leader_epoch")).when(kept_exists, F.col("_top_epoch")).alias("_kept_epoch"),
+        F.when(held, F.lit(True)).when(kept_exists, F.lit(False)).alias("_kept_archived"),
+        F.col("_end_epoch").cast("int").alias("_end_epoch"),
+        "_end_start_offset",
+        "_end_evidence",
+    )
+
+
+def records_to_archive(records: DataFrame, watermarks: DataFrame, archived: DataFrame,
+                       ends: DataFrame | None = None) -> DataFrame:
+    """Records whose (cluster, partition, offset) is not archived yet, each once: the winner among the
+    copies at that offset (`reconcile_copies`). `watermarks` is kept for callers; the archive itself says
+    which offsets it holds."""
+    return reconcile_copies(records, archived, ends).where("_archive").select(*records.columns)
+
+
+def replica_conflict_rows(decided: DataFrame, run_id: str, detected_at: dt.datetime) -> DataFrame:
+    """The copies `reconcile_copies` quarantines -> replica_conflicts rows, the reason in words."""
+    epoch = F.coalesce(F.col("partition_leader_epoch").cast("string"), F.lit("unknown"))
+    kept = F.coalesce(F.concat(F.lit("the kept copy ("), F.col("_kept_source"), F.lit(", leader epoch "),
+                               F.coalesce(F.col("_kept_epoch").cast("string"), F.lit("unknown")),
+                               F.when(F.col("_kept_archived"), F.lit(", archived by an earlier run"))
+                               .otherwise(F.lit("")), F.lit(")")),
+                      F.lit("no copy (none survives the rule)"))
+    truncation = F.concat(F.lit("leader epoch "), F.col("_end_epoch").cast("string"), F.lit(" starts at offset "),
+                          F.col("_end_start_offset").cast("string"), F.lit(" ("), F.col("_end_evidence"), F.lit(")"))
+    detail = (
+        F.when(F.col("_reason") == TRUNCATED,
+               F.concat(F.lit("written under leader epoch "), epoch, F.lit(" at offset "),
+                        F.col("offset").cast("string"), F.lit(", but "), truncation,
+                        F.lit(": Kafka truncated it; kept: "), kept))
+        .when(F.col("_reason") == ARCHIVED_TRUNCATED,
+              F.concat(F.lit("this copy (leader epoch "), epoch, F.lit(") is the one Kafka kept; raw_offsets "
+                       "already holds "), kept, F.lit(", written before a later epoch started at or before this "
+                       "offset: a truncated tail, kept because the archive is append-only")))
+        .otherwise(F.concat(F.lit("copies differ under leader epoch "), epoch, F.lit(" vs "),
+                            F.coalesce(F.col("_kept_epoch").cast("string"), F.lit("unknown")),
+                            F.lit(" and no later epoch decides; kept "), kept,
+                            F.when(F.col("_kept_archived"), F.lit(" (the archive is append-only)"))
+                            .otherwise(F.lit(" by the tie-break: higher batch leader epoch, then the copy more "
+                                             "files hold, then the first source path")))))
+    return decided.where(F.col("_reason").isNotNull()).select(
+        "cluster", "partition", "offset",
+        F.col("_reason").alias("reason"),
+        detail.alias("reason_detail"),
+        F.col("_digest").alias("copy_digest"),
+        "source",
+        F.col("_copies").alias("copies"),
+        "partition_leader_epoch",
+        *[F.when(F.col("_reason") == TRUNCATED, F.col(c)).alias(name) for c, name in (
+            ("_end_epoch", "truncated_by_epoch"), ("_end_start_offset", "truncated_by_start_offset"),
+            ("_end_evidence", "truncated_by_evidence"))],
+        F.col("_kept_source").alias("kept_source"),
+        F.col("_kept_epoch").alias("kept_partition_leader_epoch"),
+        F.col("_kept_archived").alias("kept_archived_before"),
+        "timestamp", "timestamp_type", "key", "value", "producer_id", "producer_epoch", "is_transactional",
+        "is_control", "control_type", "batch_base_offset", "batch_last_offset",
+        F.lit(run_id).alias("run_id"),
+        F.lit(detected_at).cast("timestamp").alias("detected_at"),
+    )
 
 
 def history_gap_rows(first_available: DataFrame, watermarks: DataFrame, run_id: str) -> DataFrame:
@@ -258,11 +484,8 @@ def history_gap_rows(first_available: DataFrame, watermarks: DataFrame, run_id: 
 
 def raw_offsets_rows(records: DataFrame, run_id: str, ingested_at: dt.datetime) -> DataFrame:
     """Read records -> raw_offsets rows stamped with the run."""
-    return records.select(
-        *[c for c in RAW_OFFSETS.column_names if c not in ("ingest_run_id", "ingested_at")],
-        F.lit(run_id).alias("ingest_run_id"),
-        F.lit(ingested_at).cast("timestamp").alias("ingested_at"),
-    )
+    stamps = {"ingest_run_id": F.lit(run_id), "ingested_at": F.lit(ingested_at).cast("timestamp")}
+    return records.select(*[stamps[c].alias(c) if c in stamps else F.col(c) for c in RAW_OFFSETS.column_names])
 
 
 def partition_read_summary(records: DataFrame, archived: DataFrame) -> DataFrame:
@@ -296,27 +519,59 @@ class IngestResult:
     partitions: list[dict[str, Any]] = field(default_factory=list)
     segment_errors: list[dict[str, Any]] = field(default_factory=list)
     history_gaps: list[dict[str, Any]] = field(default_factory=list)
+    #: copies this run quarantined in replica_conflicts, per (cluster, partition, reason): `records` each
+    replica_conflicts: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def replica_conflicts_total(self) -> int:
+        return sum(int(c["records"]) for c in self.replica_conflicts)
+
+
+def archive_epochs(raw_offsets: DataFrame) -> DataFrame:
+    """(cluster, partition, epoch, start, last_offset) of the archive: per batch leader epoch (null for rows
+    without one), its first batch's base offset and its last offset. One scan gives the watermarks and the
+    archive's leader epoch evidence."""
+    return raw_offsets.groupBy(*POSITION, F.col("partition_leader_epoch").alias("epoch")).agg(
+        F.min(F.coalesce("batch_base_offset", "offset")).alias("start"), F.max("offset").alias("last_offset"))
 
 
 def _archive(
-    tables: Tables, records: DataFrame, first_available: DataFrame, run_id: str, started_at: dt.datetime
+    tables: Tables, records: DataFrame, first_available: DataFrame, run_id: str, started_at: dt.datetime,
+    checkpoints: Sequence[tuple[str, int, int, int, str]] = (),
 ) -> IngestResult:
-    # Pinned snapshot: the records to archive are computed against the archive as it was before this
-    # append, whenever Spark evaluates them.
+    # Pinned snapshots: what to archive and quarantine is computed against the archive as it was before
+    # this run's appends, whenever Spark evaluates it.
     raw = tables.read(RAW_OFFSETS, version=tables.version(RAW_OFFSETS))
-    watermarks = archive_watermarks(raw).persist()
+    held_conflicts = tables.read(REPLICA_CONFLICTS, version=tables.version(REPLICA_CONFLICTS))
+    epochs = archive_epochs(raw).persist()
+    watermarks = epochs.groupBy(*POSITION).agg(F.max("last_offset").alias("last_archived_offset")).persist()
     result = IngestResult(source_mode="")
     gaps = history_gap_rows(first_available, watermarks, run_id)
     result.history_gaps = [r.asDict() for r in gaps.collect()]  # at most one row per partition
     if result.history_gaps:
         tables.insert_if_absent(HISTORY_GAPS, gaps.select(*HISTORY_GAPS.column_names))
-    new_records = records_to_archive(records, watermarks, raw).persist(StorageLevel.MEMORY_AND_DISK)
+    ends = epoch_ends(tables.spark, epoch_evidence(records, epochs, checkpoints))
+    decided = reconcile_copies(records, raw, ends).persist(StorageLevel.MEMORY_AND_DISK)
+    # Quarantine first, then archive: a run that dies in between leaves the quarantine rows (recorded
+    # once: keyed by the copy's digest) and the next run archives the winners, deciding the same way.
+    conflicts = (replica_conflict_rows(decided, run_id, started_at)
+                 .join(held_conflicts.select(*REPLICA_CONFLICTS.grain), on=list(REPLICA_CONFLICTS.grain),
+                       how="left_anti")
+                 .select(*REPLICA_CONFLICTS.column_names).persist())
+    result.replica_conflicts = [
+        r.asDict() for r in conflicts.groupBy(*POSITION, "reason").agg(F.count(F.lit(1)).alias("records"))
+        .orderBy(*POSITION, "reason").collect()]
+    if result.replica_conflicts:
+        tables.append(REPLICA_CONFLICTS, conflicts)
+    conflicts.unpersist()
+    new_records = decided.where("_archive").select(*records.columns)
     tables.append(RAW_OFFSETS, raw_offsets_rows(new_records, run_id, started_at))
     result.partitions = [r.asDict() for r in partition_read_summary(records, new_records).orderBy(*POSITION).collect()]
     result.records_read = sum(p["records_read"] for p in result.partitions)
     result.records_archived = sum(p["records_archived"] for p in result.partitions)
-    new_records.unpersist()
+    decided.unpersist()
     watermarks.unpersist()
+    epochs.unpersist()
     return result
 
 
@@ -324,9 +579,13 @@ def run_ingest_segments(
     tables: Tables, sources: Sequence[SegmentSource], run_id: str, started_at: dt.datetime, batch_size: int
 ) -> IngestResult:
     spark = tables.spark
-    files = list_segment_files(spark, sources).transform(next_segment_base_offsets)
-    file_count = files.count()
-    log(f"  {file_count} segment files under {', '.join(s.path for s in sources)}")
+    segments, checkpoint_files = list_partition_files(spark, sources)
+    files = spark.createDataFrame(segments, "cluster string, partition int, path string").transform(
+        next_segment_base_offsets)
+    file_count = len(segments)
+    checkpoints, checkpoint_errors = read_leader_epoch_checkpoints(spark, checkpoint_files)
+    log(f"  {file_count} segment files, {len(checkpoint_files)} leader-epoch-checkpoint files under "
+        f"{', '.join(s.path for s in sources)}")
     files = files.repartition(max(1, min(file_count, 4 * spark.sparkContext.defaultParallelism)))
     read = read_segment_files(files, batch_size).persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -340,12 +599,12 @@ def run_ingest_segments(
             F.min("offset").alias("earliest_available_offset"), F.min("source").alias("source")
         )
         with step("read segments on the executors, archive new records"):
-            result = _archive(tables, records, first_available, run_id, started_at)
+            result = _archive(tables, records, first_available, run_id, started_at, checkpoints)
     finally:
         read.unpersist()
     result.source_mode = "segments"
     result.sources = [s.path for s in sources]
-    result.segment_errors = segment_errors
+    result.segment_errors = checkpoint_errors + segment_errors
     return result
 
 
@@ -385,4 +644,5 @@ def run_ingest_kafka(
         total.records_archived += result.records_archived
         total.partitions += result.partitions
         total.history_gaps += result.history_gaps
+        total.replica_conflicts += result.replica_conflicts
     return total

@@ -85,6 +85,7 @@ from schemas import (
     RAW_LOG_LINES,
     RAW_OFFSETS,
     REBALANCE_STORMS,
+    REPLICA_CONFLICTS,
     TableSpec,
 )
 from schemas.gold import GOLD_TABLES
@@ -98,8 +99,9 @@ EXIT_STORMS_FOUND = 4
 
 # Tables never rolled back after a crash: the archive (append-only by contract; whatever a crashed run
 # archived is valid and will be decoded by the next run), gaps (keyed by where the archive stopped, so
-# recording one twice is impossible) and the commit log itself.
-NOT_ROLLED_BACK = {RAW_OFFSETS.name, HISTORY_GAPS.name, INGEST_RUNS.name}
+# recording one twice is impossible), the archive's quarantine of replica conflicts (append-only, keyed by
+# the quarantined copy: the next run finds it there and does not record it again) and the commit log itself.
+NOT_ROLLED_BACK = {RAW_OFFSETS.name, HISTORY_GAPS.name, REPLICA_CONFLICTS.name, INGEST_RUNS.name}
 
 # Tables the gold stages read as version ranges (change data feed).
 INCREMENTAL_INPUTS = (OFFSET_COMMITS, GROUP_METADATA, GROUP_MEMBERS, CONSUMER_GROUP_RECORDS, COORDINATOR_EVENTS)
@@ -268,7 +270,7 @@ def _report_stage(ctx: RunContext) -> None:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("ingest", (RAW_OFFSETS, HISTORY_GAPS), _ingest_stage),
+    Stage("ingest", (RAW_OFFSETS, HISTORY_GAPS, REPLICA_CONFLICTS), _ingest_stage),
     Stage(
         "decode",
         (OFFSET_COMMITS, GROUP_METADATA, GROUP_MEMBERS, CONSUMER_GROUP_RECORDS, DECODE_ERRORS, DECODE_COVERAGE),

@@ -59,7 +59,7 @@ def cluster_summaries(ctx: RunContext) -> dict[str, dict[str, Any]]:
     def of(cluster: str) -> dict[str, Any]:
         return clusters.setdefault(cluster, {
             "partitions_read": 0, "records_read": 0, "records_archived": 0, "segment_errors": 0,
-            "history_gaps": 0, "missing_offsets": 0, "records_decoded": 0, "decode_errors": 0,
+            "history_gaps": 0, "missing_offsets": 0, "replica_conflicts": 0, "records_decoded": 0, "decode_errors": 0,
             "log_files": 0, "log_lines": 0, "log_events": 0, "log_entries_unparsed": 0, "log_lines_malformed": 0,
             "log_lines_overlong": 0, "log_lines_invalid_utf8": 0, "log_files_not_read": 0,
             "generations_written": 0, "generations_withdrawn": 0,
@@ -77,6 +77,8 @@ def cluster_summaries(ctx: RunContext) -> dict[str, dict[str, Any]]:
             c = of(g["cluster"])
             c["history_gaps"] += 1
             c["missing_offsets"] += int(g["missing_offsets"])
+        for q in ctx.ingest.replica_conflicts:
+            of(q["cluster"])["replica_conflicts"] += int(q["records"])
     if ctx.decode is not None:
         for cluster, _type, _kind, _version, status, count in ctx.decode.coverage:
             c = of(cluster)
@@ -113,10 +115,11 @@ def format_summary(ctx: RunContext, verbose: bool = False, storms: Sequence[dict
             f"{ingest.records_archived} newly archived"
         )
         for name, c in clusters.items():
-            if c["partitions_read"] or c["segment_errors"] or c["history_gaps"]:
+            if c["partitions_read"] or c["segment_errors"] or c["history_gaps"] or c["replica_conflicts"]:
                 lines.append(f"  {name:<20} {c['partitions_read']:>4} partitions {c['records_read']:>10} read "
                              f"{c['records_archived']:>10} archived, {c['segment_errors']} segment errors, "
-                             f"{c['history_gaps']} history gaps")
+                             f"{c['history_gaps']} history gaps"
+                             + (f", {c['replica_conflicts']} replica conflicts" if c["replica_conflicts"] else ""))
         if verbose and ingest.partitions:
             lines.append("  cluster              partition       read   archived  offsets")
             for p in ingest.partitions:
@@ -126,6 +129,9 @@ def format_summary(ctx: RunContext, verbose: bool = False, storms: Sequence[dict
                 )
         for e in ingest.segment_errors:
             lines.append(f"  corrupt segment data skipped: {e['file']} @ byte {e['position']}: {e['error']}")
+        for q in ingest.replica_conflicts:
+            lines.append(f"  REPLICA CONFLICT {q['cluster']}/{q['partition']}: {q['records']} copies quarantined "
+                         f"({q['reason']}) in replica_conflicts")
         for g in ingest.history_gaps:
             lines.append(
                 f"  HISTORY GAP {g['cluster']}/{g['partition']}: archived up to {g['last_archived_offset']}, "
@@ -240,7 +246,8 @@ def summary_json(ctx: RunContext | None, status: str, exit_status: int, *, run_i
     if ctx.ingest is not None and "ingest" in stages:
         stages["ingest"].update(records_read=ctx.ingest.records_read, records_archived=ctx.ingest.records_archived,
                                 segment_errors=len(ctx.ingest.segment_errors),
-                                history_gaps=len(ctx.ingest.history_gaps))
+                                history_gaps=len(ctx.ingest.history_gaps),
+                                replica_conflicts=ctx.ingest.replica_conflicts_total)
     if ctx.decode is not None and "decode" in stages:
         stages["decode"].update(records_decoded=ctx.decode.records_decoded, decode_errors=ctx.decode.decode_errors,
                                 raw_version_decoded=ctx.decode.raw_version_decoded)

@@ -206,6 +206,7 @@ def generate_partition(spec: FleetSpec, partition: int, start: int, end: int, ru
             "source": pa.array([f"synthetic:seed={spec.seed}"] * n, pa.string()),
             "ingest_run_id": pa.array([run_id] * n, pa.string()),
             "ingested_at": pa.array([ingested_us] * n, pa.int64()),
+            "partition_leader_epoch": pa.nulls(n, pa.int32()),
         }
         for name in _COLUMNS:
             arrays[name] = pa.array(cols[name])

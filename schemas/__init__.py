@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from schemas._spec import TableSpec
-from schemas.bronze import RAW_OFFSETS
+from schemas.bronze import RAW_OFFSETS, REPLICA_CONFLICTS
 from schemas.decoded import DECODED_RECORD
 from schemas.gold import (
     ASSIGNMENT_REPLAY,
@@ -20,6 +20,7 @@ from schemas.silver import CONSUMER_GROUP_RECORDS, DECODE_ERRORS, GROUP_MEMBERS,
 
 ALL_TABLES: tuple[TableSpec, ...] = (
     RAW_OFFSETS,
+    REPLICA_CONFLICTS,
     OFFSET_COMMITS,
     GROUP_METADATA,
     GROUP_MEMBERS,
@@ -56,5 +57,6 @@ __all__ = [
     "INGEST_RUNS",
     "OFFSET_COMMITS",
     "RAW_OFFSETS",
+    "REPLICA_CONFLICTS",
     "TableSpec",
 ]

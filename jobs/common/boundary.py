@@ -221,6 +221,7 @@ _SEGMENT_RECORD_COLUMNS = (
     "control_type",
     "batch_base_offset",
     "batch_last_offset",
+    "partition_leader_epoch",
     "source",
 )
 
@@ -281,6 +282,7 @@ def _read_segments_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[Any
                     rows["control_type"].append(entry.control_type)
                     rows["batch_base_offset"].append(entry.batch_base_offset)
                     rows["batch_last_offset"].append(entry.batch_last_offset)
+                    rows["partition_leader_epoch"].append(entry.partition_leader_epoch)
                     rows["source"].append(path)
                     rows[READ_ERROR].append(None)
                     rows[READ_ERROR_POSITION].append(None)

@@ -48,6 +48,7 @@ def raw(
         "test",
         RUN,
         INGESTED,
+        None,  # partition_leader_epoch
     )
 
 
