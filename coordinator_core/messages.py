@@ -486,7 +486,8 @@ CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = Struct(
 # ================================================================================================
 # KIP-932 share-group values (types 9-15): every version flexible. Layouts of the kafka-group-coordinator
 # 4.1-4.4 jars' generated classes (``SCHEMAS``); type 9 is the 4.0 early-access layout (4.1 removed the
-# type, and 4.1 also added ``metadata_hash`` to version 0 of type 11, so 4.0's type-11 values do not read).
+# type). 4.1 also changed version 0 of types 11 (``metadata_hash`` added) and 15 (``initializing_topics``
+# added first), so 4.0's records of those two are decode errors here, as they are for Kafka 4.1+.
 
 
 @fast_init

@@ -138,8 +138,10 @@ GROUP_MEMBERS = TableSpec(
 CONSUMER_GROUP_RECORDS = TableSpec(
     name="consumer_group_records",
     comment=(
-        "One row per record of key type 3 and above: KIP-848 consumer groups decoded, share and streams "
-        "groups classified, unknown future types kept with their bytes."
+        "One row per record of key type 3 and above: KIP-848 consumer groups (3-8, 16), share groups "
+        "(KIP-932, 9-15) and streams groups (KIP-1071, 17, 19-23) decoded field by field into record_json; "
+        "streams types 18 and 24 (in no released broker) keep their value bytes in record_json; unknown "
+        "future types kept with their bytes."
     ),
     grain=("cluster", "partition", "offset"),
     partition_columns=("cluster",),

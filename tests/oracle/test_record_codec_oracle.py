@@ -19,7 +19,7 @@ import pytest
 import coordinator_core as cc
 from coordinator_core import schema
 from coordinator_core.records import RECORD_TYPES
-from tests.oracle.jvm import ROOT, run_java
+from tests.oracle.jvm import ROOT, jar_dir, run_java
 
 pytestmark = pytest.mark.oracle
 
@@ -68,7 +68,7 @@ def render(v: Any, t: schema.FieldType, version: int) -> Any:
 #: Share-group (KIP-932) and streams-group (KIP-1071) record types of the 4.3.1 jars, all at value version 0.
 SHARE_AND_STREAMS_TYPES = (10, 11, 12, 13, 14, 15, 17, 19, 20, 21, 22, 23)
 #: Declared value layouts the 4.3.1 jars cannot write: type 0 (0.8.2's offset commit, type 1's layout) and
-#: type 9 (ShareGroupPartitionMetadata, Kafka 4.0 only).
+#: type 9 (ShareGroupPartitionMetadata, Kafka 4.0 only: test_kafka_4_0_share_group_records).
 NOT_IN_KAFKA_4_3 = {0, 9}
 
 
@@ -97,22 +97,75 @@ def test_share_and_streams_records_carry_their_optional_parts() -> None:
     assert any("validatedTopologyEpoch" not in v for v in values if "metadataHash" in v)
 
 
+def check_record(line: dict[str, Any]) -> None:
+    """Our decoding of Kafka's bytes prints as Kafka's JSON, and our encoding gives back Kafka's bytes."""
+    key, value = bytes.fromhex(line["key"]), bytes.fromhex(line["value"])
+    rec = cc.decode_record(key, value)
+    t = RECORD_TYPES[line["type"]]
+    assert rec.record_type == line["type"]
+    assert rec.value_version == line["version"]
+    assert kafka_json(rec.key, t.key, 0) == line["keyJson"], line
+    assert t.value is not None
+    assert kafka_json(rec.value, t.value, line["version"]) == line["valueJson"], line
+    assert cc.encode_record(rec) == (key, value), line
+
+
 def test_every_record_decodes_to_kafkas_fields_and_encodes_to_kafkas_bytes() -> None:
     checked = 0
     for line in oracle_lines():
         if "type" not in line:
             continue
-        key, value = bytes.fromhex(line["key"]), bytes.fromhex(line["value"])
-        rec = cc.decode_record(key, value)
-        t = RECORD_TYPES[line["type"]]
-        assert rec.record_type == line["type"]
-        assert rec.value_version == line["version"]
-        assert kafka_json(rec.key, t.key, 0) == line["keyJson"], line
-        assert t.value is not None
-        assert kafka_json(rec.value, t.value, line["version"]) == line["valueJson"], line
-        assert cc.encode_record(rec) == (key, value), line
+        check_record(line)
         checked += 1
     assert checked == expected_lines()
+
+
+def schema_records(jar_set: str, *types: str, n: int = RECORDS_PER_TYPE_AND_VERSION) -> list[dict[str, Any]]:
+    """SchemaRecords' share/streams records from another Kafka release's jars (`types`: "9:ShareGroup...")."""
+    if not any(jar_dir(jar_set).glob("kafka-group-coordinator-*.jar")):
+        pytest.fail(f"jar set {jar_set} missing: run scripts/bootstrap --kafka")
+    out = run_java(SOURCE, jar_set, "cgh.oracle.SchemaRecords", str(n), "20261127", *types)
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def test_kafka_4_4_share_and_streams_records_with_their_newer_tagged_fields() -> None:
+    # 4.4 added tagged fields 2 and 3 to StreamsGroupMetadataValue and AssignmentTimestamp (tag 0) to the
+    # share/streams target assignment metadata: written by Kafka 4.4.0's classes, read by our declarations.
+    lines = schema_records("assignor-oracle")  # the 4.4.0 jar set
+    assert {line["type"] for line in lines} == set(SHARE_AND_STREAMS_TYPES)
+    for line in lines:
+        check_record(line)
+    text = json.dumps([line["valueJson"] for line in lines])
+    for tagged in ("storedDescriptionTopologyEpoch", "failedDescriptionTopologyEpoch", "assignmentTimestamp"):
+        assert f'"{tagged}"' in text
+
+
+#: Kafka 4.0's share-group record types (early access) whose layout 4.1+ kept; 4.1 dropped type 9.
+KAFKA_4_0_SHARE_TYPES = ("9:ShareGroupPartitionMetadata", "10:ShareGroupMemberMetadata",
+                         "12:ShareGroupTargetAssignmentMetadata", "13:ShareGroupTargetAssignmentMember",
+                         "14:ShareGroupCurrentMemberAssignment")
+
+
+def test_kafka_4_0_share_group_records() -> None:
+    lines = schema_records("assignor-oracle-server-4.0.0", *KAFKA_4_0_SHARE_TYPES)
+    assert len(lines) == RECORDS_PER_TYPE_AND_VERSION * len(KAFKA_4_0_SHARE_TYPES)
+    for line in lines:
+        check_record(line)
+
+
+def test_kafka_4_0_layouts_that_4_1_changed_are_decode_errors() -> None:
+    # 4.1 changed two share-group values without a new version: ShareGroupMetadataValue v0 gained MetadataHash
+    # (4.0 wrote the epoch alone) and ShareGroupStatePartitionMetadataValue v0 gained InitializingTopics
+    # before the two lists 4.0 wrote. Kafka 4.1+ cannot read 4.0's records either; none may read as a
+    # (wrong) value: each goes to decode_errors, naming a field of the record.
+    lines = schema_records("assignor-oracle-server-4.0.0", "11:ShareGroupMetadata",
+                           "15:ShareGroupStatePartitionMetadata")
+    assert {(line["type"], tuple(sorted(line["valueJson"]))) for line in lines} == {
+        (11, ("epoch",)), (15, ("deletingTopics", "initializedTopics"))}
+    for line in lines:
+        with pytest.raises(cc.DecodeError) as e:
+            cc.decode_record(bytes.fromhex(line["key"]), bytes.fromhex(line["value"]))
+        assert e.value.field_path.startswith(RECORD_TYPES[line["type"]].value.name), line  # type: ignore[union-attr]
 
 
 def test_embedded_consumer_protocol_matches_kafka() -> None:

@@ -61,6 +61,7 @@ def test_every_share_and_streams_record_is_a_consumer_group_records_row(
             want["type"], t.name, want["version"], False)
         assert row["group_family"] == ("share" if t.name.startswith("share_group_") else "streams")
         assert (row["group_id"], row["member_id"]) == (want["keyJson"]["groupId"], want["keyJson"].get("memberId"))
+        assert (row["key"], row["value"]) == (None, None)  # raw bytes are kept for unknown types only
         # record_json holds the decoded fields (no opaque value bytes), and they are Kafka's.
         doc = json.loads(row["record_json"])
         assert "value_bytes" not in doc and isinstance(doc["value"], dict)

@@ -1,10 +1,9 @@
+// oracle jar set requires: kafka-share-coordinator
 package cgh.oracle;
 
-import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 
 import org.apache.kafka.common.Uuid;
@@ -14,14 +13,9 @@ import org.apache.kafka.common.message.ConsumerProtocolSubscription;
 import org.apache.kafka.common.message.ConsumerProtocolSubscriptionJsonConverter;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.MessageUtil;
-import org.apache.kafka.common.protocol.types.BoundField;
-import org.apache.kafka.common.protocol.types.Schema;
-import org.apache.kafka.common.protocol.types.TaggedFields;
-import org.apache.kafka.common.protocol.types.Type;
 import org.apache.kafka.coordinator.group.generated.*;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
@@ -32,10 +26,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  * The Python side decodes the bytes with coordinator_core and must reproduce every field, and its encoder
  * must reproduce the bytes.
  *
- * Share-group (KIP-932) and streams-group (KIP-1071) records are generated from the record types the jar's
- * CoordinatorRecordType lists, every value version: random field values are drawn by walking the generated
- * class's own SCHEMAS (tagged fields included), the message is built by Kafka's generated JsonConverter and
- * serialized by the generated class.
+ * Share-group (KIP-932) and streams-group (KIP-1071) records of every type the jar's CoordinatorRecordType
+ * lists, every value version, come from SchemaRecords (random instances driven by the generated classes'
+ * SCHEMAS). This class needs the 4.1+ group coordinator (the marker on its first line: the `kafka` jar set);
+ * SchemaRecords alone also runs against the 4.0 jars.
  *
  * Usage: RecordCodecOracle <records per type and version> <seed>
  */
@@ -50,6 +44,8 @@ public final class RecordCodecOracle {
     public static void main(String[] args) throws ReflectiveOperationException {
         int n = Integer.parseInt(args[0]);
         RecordCodecOracle o = new RecordCodecOracle(Long.parseLong(args[1]));
+        SchemaRecords shareAndStreams = new SchemaRecords(o.rnd);
+        List<SchemaRecords.RecordType> types = SchemaRecords.shareAndStreamsTypes();
         StringBuilder out = new StringBuilder();
         for (int i = 0; i < n; i++) {
             for (short v = 0; v <= 4; v++) {
@@ -67,7 +63,7 @@ public final class RecordCodecOracle {
                                ConsumerProtocolAssignmentJsonConverter.write(a, v));
             }
             o.kip848(out);
-            o.shareAndStreams(out);
+            shareAndStreams.emitAll(out, types);
         }
         System.out.print(out);
     }
@@ -247,91 +243,6 @@ public final class RecordCodecOracle {
         ConsumerGroupRegularExpressionKey rek = new ConsumerGroupRegularExpressionKey().setGroupId(g).setRegularExpression(str());
         emit(out, 16, 0, MessageUtil.toCoordinatorTypePrefixedBytes(rek), ConsumerGroupRegularExpressionKeyJsonConverter.write(rek, (short) 0),
              value(re), ConsumerGroupRegularExpressionValueJsonConverter.write(re, (short) 0));
-    }
-
-    // ------------------------------------------------------------------------------------------------
-    // Share and streams groups: random instances of the generated classes, driven by their SCHEMAS.
-
-    private void shareAndStreams(StringBuilder out) throws ReflectiveOperationException {
-        for (CoordinatorRecordType t : CoordinatorRecordType.values()) {
-            String name = t.name();
-            if (!name.startsWith("SHARE_GROUP_") && !name.startsWith("STREAMS_GROUP_")) continue;
-            ApiMessage key = fromJson(t.newRecordKey().getClass(), (short) 0);
-            for (short v = t.lowestSupportedVersion(); v <= t.highestSupportedVersion(); v++) {
-                ApiMessage val = fromJson(t.newRecordValue().getClass(), v);
-                emit(out, t.id(), v, MessageUtil.toCoordinatorTypePrefixedBytes(key), toJson(key, (short) 0),
-                     MessageUtil.toVersionPrefixedBytes(v, val), toJson(val, v));
-            }
-        }
-    }
-
-    /** A random message of `cls` at `version`, built by Kafka's generated `<cls>JsonConverter.read`. */
-    private ApiMessage fromJson(Class<?> cls, short version) throws ReflectiveOperationException {
-        Schema schema = ((Schema[]) cls.getField("SCHEMAS").get(null))[version];
-        Class<?> conv = Class.forName(cls.getName() + "JsonConverter");
-        Method read = conv.getMethod("read", JsonNode.class, short.class);
-        return (ApiMessage) read.invoke(null, randomStruct(schema), version);
-    }
-
-    private static JsonNode toJson(ApiMessage msg, short version) {
-        try {
-            Class<?> conv = Class.forName(msg.getClass().getName() + "JsonConverter");
-            return (JsonNode) conv.getMethod("write", msg.getClass(), short.class).invoke(null, msg, version);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    /** Kafka's JSON field name of a schema field: snake_case to camelCase ("metadata_hash" -> "metadataHash"). */
-    private static String jsonName(String schemaName) {
-        StringBuilder b = new StringBuilder();
-        boolean up = false;
-        for (char c : schemaName.toCharArray()) {
-            if (c == '_') { up = true; continue; }
-            b.append(up ? Character.toUpperCase(c) : c);
-            up = false;
-        }
-        return b.toString();
-    }
-
-    @SuppressWarnings("unchecked")
-    private ObjectNode randomStruct(Schema schema) throws ReflectiveOperationException {
-        ObjectNode o = F.objectNode();
-        for (BoundField f : schema.fields()) {
-            if (f.def.type instanceof TaggedFields) {
-                java.lang.reflect.Field fields = TaggedFields.class.getDeclaredField("fields");
-                fields.setAccessible(true);
-                for (Map.Entry<Integer, org.apache.kafka.common.protocol.types.Field> e
-                        : ((Map<Integer, org.apache.kafka.common.protocol.types.Field>) fields.get(f.def.type)).entrySet()) {
-                    if (rnd.nextBoolean()) o.set(jsonName(e.getValue().name), randomValue(e.getValue().type));
-                }
-            } else {
-                o.set(jsonName(f.def.name), randomValue(f.def.type));
-            }
-        }
-        return o;
-    }
-
-    private JsonNode randomValue(Type t) throws ReflectiveOperationException {
-        if (t.isNullable() && rnd.nextInt(4) == 0) return F.nullNode();
-        if (t instanceof Schema) return randomStruct((Schema) t);
-        if (t.isArray()) {
-            ArrayNode a = F.arrayNode();
-            int n = rnd.nextInt(4);
-            for (int i = 0; i < n; i++) a.add(randomValue(t.arrayElementType().get()));
-            return a;
-        }
-        switch (t.toString()) {
-            case "INT8": return F.numberNode((byte) rnd.nextInt());
-            case "INT16": return F.numberNode((short) rnd.nextInt());
-            case "UINT16": return F.numberNode(rnd.nextInt(65536));
-            case "INT32": return F.numberNode(rnd.nextInt(4) == 0 ? -1 : rnd.nextInt());
-            case "INT64": return F.numberNode(rnd.nextInt(4) == 0 ? -1L : rnd.nextLong());
-            case "UUID": return F.textNode(uuid().toString());
-            case "STRING": case "COMPACT_STRING": case "NULLABLE_STRING": case "COMPACT_NULLABLE_STRING":
-                return F.textNode(str());
-            default: throw new IllegalArgumentException("no random value for schema type " + t);
-        }
     }
 
     private List<ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions> currentPartitions() {
