@@ -11,7 +11,7 @@ mixed-version brokers and clients writes:
   leaving, static members, ConsumerProtocol subscriptions/assignments of versions 0-3 and round-robin
   assignments;
 - exactly-once groups committing inside transactions, followed by COMMIT or (sometimes) ABORT markers;
-- KIP-848 consumer groups (group epoch and member metadata records), share groups (opaque values);
+- KIP-848 consumer groups (group epoch and member metadata records), share groups (group epoch records);
 - offset expiry tombstones and, rarely, a group deletion;
 - a small share of corrupt records (truncated values, short keys) and unknown future record types.
 
@@ -184,6 +184,7 @@ def generate_partition(spec: FleetSpec, partition: int, start: int, end: int, ru
         MemberMetadata,
         OffsetCommitKey,
         OffsetCommitValue,
+        ShareGroupMetadataValue,
     )
 
     from jobs.common.boundary import _arrow_schema
@@ -225,7 +226,7 @@ def generate_partition(spec: FleetSpec, partition: int, start: int, end: int, ru
         tps = [(t, p) for t, n in g.topics for p in range(n)]
         if g.kind == "share":
             return [cc.encode_record(cc.Record(11, GroupIdKey(group_id=g.group_id), 0,
-                                               struct.pack(">hiq", 0, g.generation, 0)))]
+                                               ShareGroupMetadataValue(epoch=g.generation, metadata_hash=0)))]
         if g.kind == "kip848":
             records = [cc.encode_record(cc.Record(3, GroupIdKey(group_id=g.group_id), 0,
                                                   ConsumerGroupMetadataValue(epoch=g.generation, metadata_hash=0)))]
