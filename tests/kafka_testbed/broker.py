@@ -210,8 +210,11 @@ def _broker_log4j_config(log_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _broker_log4j2_config(log_dir: Path) -> str:
-    """Mirror of the stock broker log4j2 layout: server.log plus controller/state-change/cleaner files."""
+def _broker_log4j2_config(log_dir: Path, log_levels: Mapping[str, str] | None = None) -> str:
+    """Mirror of the stock broker log4j2 layout: server.log plus controller/state-change/cleaner files.
+
+    `log_levels` raises (or lowers) the level of named loggers that still write to server.log.
+    """
     lines = ["status = warn", "name = cgh-broker"]
     files = {
         "server": "server.log",
@@ -245,6 +248,8 @@ def _broker_log4j2_config(log_dir: Path) -> str:
             f"logger.{key}.additivity = false",
             f"logger.{key}.appenderRef.{appender}.ref = {appender}",
         ]
+    for i, (logger, level) in enumerate((log_levels or {}).items()):
+        lines += [f"logger.level{i}.name = {logger}", f"logger.level{i}.level = {level}"]
     return "\n".join(lines) + "\n"
 
 
@@ -289,7 +294,12 @@ class KafkaBroker:
     """
 
     def __init__(self, work_dir: Path | None = None, overrides: Mapping[str, str] | None = None,
-                 jar_set: str = DEFAULT_JAR_SET) -> None:
+                 jar_set: str = DEFAULT_JAR_SET, node_id: int = 1, port: int | None = None,
+                 controller_port: int | None = None, quorum_voters: str | None = None,
+                 cluster_id: str | None = None, jvm_options: tuple[str, ...] = (),
+                 log_levels: Mapping[str, str] | None = None) -> None:
+        """A single-node broker by default; a cluster (tests/kafka_testbed/cluster.py) passes the node id,
+        its ports, the shared `controller.quorum.voters` and the shared cluster id."""
         self._own_work_dir = work_dir is None
         self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="cgh-kafka-"))
         self.data_dir = self.work_dir / "data"
@@ -297,14 +307,19 @@ class KafkaBroker:
         self.jar_set = jar_set
         self.version = kafka_version(jar_set)
         self.major = kafka_major(jar_set)
-        self.port = free_port()
-        self.controller_port = free_port()
+        self.node_id = node_id
+        self.cluster_id = cluster_id or random_cluster_id()
+        self.jvm_options = tuple(jvm_options)
+        self.log_levels = dict(log_levels or {})
+        self.port = port or free_port()
+        self.controller_port = controller_port or free_port()
         self.bootstrap_servers = f"{LOOPBACK}:{self.port}"
         self.settings = dict(BASE_SETTINGS)
         self.settings.update({
             "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
-            "controller.quorum.voters": f"1@{LOOPBACK}:{self.controller_port}",
+            "node.id": str(node_id),
+            "controller.quorum.voters": quorum_voters or f"{node_id}@{LOOPBACK}:{self.controller_port}",
             "log.dirs": str(self.data_dir),
         })
         if self.major < 4:
@@ -347,15 +362,18 @@ class KafkaBroker:
         self.log_dir.mkdir(exist_ok=True)
         body = "".join(f"{k}={v}\n" for k, v in self.settings.items())
         self.properties_file.write_text("# written by tests/kafka_testbed/broker.py\n" + body)
-        config = _broker_log4j2_config if self.major >= 4 else _broker_log4j_config
-        (self.work_dir / "logging.properties").write_text(config(self.log_dir))
+        if self.major >= 4:
+            config = _broker_log4j2_config(self.log_dir, self.log_levels)
+        else:
+            config = _broker_log4j_config(self.log_dir)
+        (self.work_dir / "logging.properties").write_text(config)
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def format_storage(self) -> None:
-        """`kafka-storage.sh format` for a static single-voter quorum."""
+        """`kafka-storage.sh format` for a static quorum (`controller.quorum.voters`), with the cluster id."""
         self._write_config()
         cmd = java_command(
-            "kafka.tools.StorageTool", "format", "-t", random_cluster_id(), "-c", str(self.properties_file),
+            "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(self.properties_file),
             log4j2_config=self.work_dir / "logging.properties", jar_set=self.jar_set,
         )
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
@@ -367,17 +385,7 @@ class KafkaBroker:
         if self._process is not None:
             raise BrokerError("broker already started")
         self.format_storage()
-        cmd = java_command(
-            "kafka.Kafka", str(self.properties_file),
-            jvm_options=(f"-Dkafka.logs.dir={self.log_dir}",),
-            log4j2_config=self.work_dir / "logging.properties", jar_set=self.jar_set,
-        )
-        with open(self._stdout_path, "ab") as out:
-            self._process = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                preexec_fn=lambda: die_with_parent(signal.SIGTERM),
-            )
-        _LIVE.add(self)
+        self.launch()
         try:
             self._wait_started(timeout)
             if prepare_consumer_offsets:
@@ -387,48 +395,41 @@ class KafkaBroker:
             raise
         return self
 
+    def launch(self) -> None:
+        """Start the JVM on formatted storage (in its own process group) without waiting for it."""
+        if self._process is not None:
+            raise BrokerError("broker already started")
+        cmd = java_command(
+            "kafka.Kafka", str(self.properties_file),
+            jvm_options=(*self.jvm_options, f"-Dkafka.logs.dir={self.log_dir}"),
+            log4j2_config=self.work_dir / "logging.properties", jar_set=self.jar_set,
+        )
+        with open(self._stdout_path, "ab") as out:
+            self._process = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=lambda: die_with_parent(signal.SIGTERM),
+            )
+        _LIVE.add(self)
+
     def _wait_started(self, timeout: float) -> None:
         assert self._process is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise BrokerError(f"broker exited with {self._process.returncode}:\n{self._tail()}")
-            if self.server_log.exists() and "Kafka Server started" in self.server_log.read_text(errors="replace"):
-                if _port_open(self.port):
-                    return
+            if self.started_once() and _port_open(self.port):
+                return
             time.sleep(0.25)
         raise BrokerError(f"broker did not start within {timeout:.0f}s:\n{self._tail()}")
 
     def prepare_consumer_offsets(self, segment_bytes: int = CONSUMER_OFFSETS_SEGMENT_BYTES,
-                                 timeout: float = 60.0) -> None:
+                                 timeout: float = 60.0, bootstrap_servers: str | None = None) -> None:
         """Have the broker create `__consumer_offsets`, then make its segments roll every `segment_bytes`."""
-        from kafka import KafkaAdminClient  # test-only dependency, imported where it is needed
+        prepare_consumer_offsets(bootstrap_servers or self.bootstrap_servers, self.jar_set, segment_bytes, timeout)
 
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, client_id="cgh-testbed-admin")
-        try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    # FindCoordinator for a group makes the broker auto-create __consumer_offsets.
-                    admin.describe_consumer_groups(["cgh-testbed-bootstrap"])
-                    break
-                except Exception:  # noqa: BLE001 - CoordinatorNotAvailable until the topic is ready
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.3)
-        finally:
-            admin.close()
-        if self.major < 4:
-            return  # offsets.topic.segment.bytes already is small
-        cmd = java_command(
-            "kafka.admin.ConfigCommand", "--bootstrap-server", self.bootstrap_servers, "--alter",
-            "--entity-type", "topics", "--entity-name", "__consumer_offsets",
-            "--add-config", f"internal.segment.bytes={segment_bytes}",
-            jvm_options=("-Dlog4j2.level=WARN",),
-        )
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise BrokerError(f"kafka-configs failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    def started_once(self) -> bool:
+        """The broker's server.log says it has started (at least once since it was formatted)."""
+        return self.server_log.exists() and "Kafka Server started" in self.server_log.read_text(errors="replace")
 
     def is_running(self) -> bool:
         return self._process is not None and self._process.poll() is None
@@ -472,6 +473,53 @@ class KafkaBroker:
     def __repr__(self) -> str:
         state = "running" if self.is_running() else "stopped"
         return f"KafkaBroker({self.version}, {self.bootstrap_servers}, {state}, {self.work_dir})"
+
+
+def prepare_consumer_offsets(bootstrap_servers: str, jar_set: str = DEFAULT_JAR_SET,
+                             segment_bytes: int = CONSUMER_OFFSETS_SEGMENT_BYTES, timeout: float = 60.0) -> None:
+    """Have the broker(s) create `__consumer_offsets`, then (4.x) make its segments roll every `segment_bytes`."""
+    from kafka import KafkaAdminClient  # test-only dependency, imported where it is needed
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id="cgh-testbed-admin")
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                # FindCoordinator for a group makes the broker auto-create __consumer_offsets.
+                admin.describe_consumer_groups(["cgh-testbed-bootstrap"])
+                break
+            except Exception:  # noqa: BLE001 - CoordinatorNotAvailable until the topic is ready
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+    finally:
+        admin.close()
+    if kafka_major(jar_set) < 4:
+        return  # offsets.topic.segment.bytes already is small
+    cmd = java_command(
+        "kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap_servers, "--alter",
+        "--entity-type", "topics", "--entity-name", "__consumer_offsets",
+        "--add-config", f"internal.segment.bytes={segment_bytes}",
+        jvm_options=("-Dlog4j2.level=WARN",), jar_set=jar_set,
+    )
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise BrokerError(f"kafka-configs failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+
+
+def java_hash_partition(key: str, partitions: int) -> int:
+    """Kafka's partition of a group id in `__consumer_offsets`: `Utils.abs(groupId.hashCode()) % partitions`.
+
+    String.hashCode is `s[0]*31^(n-1) + ... + s[n-1]` over UTF-16 code units in 32-bit arithmetic;
+    Utils.abs maps Integer.MIN_VALUE to 0.
+    """
+    h = 0
+    units = key.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    if h >= 0x80000000:
+        h -= 0x100000000
+    return (0 if h == -0x80000000 else abs(h)) % partitions
 
 
 def _port_open(port: int) -> bool:

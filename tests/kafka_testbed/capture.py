@@ -1,5 +1,8 @@
 """Capture a sample dataset from a real broker: `python -m tests.kafka_testbed.capture --out samples/kafka-<v>`.
 
+With `--cluster`, from a three-node cluster instead (tests/kafka_testbed/cluster.py): each node's copy of
+`__consumer_offsets` and its server.log under `broker-<id>/` (see `cluster_readme`).
+
 Starts a fresh single-node broker (tests/kafka_testbed/broker.py), runs every scenario
 (tests/kafka_testbed/scenarios.py), stops the broker cleanly, and copies into the output directory:
 
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .broker import DEFAULT_JAR_SET, ROOT, KafkaBroker, kafka_version
+from .cluster import CLUSTER_JVM_OPTIONS, KafkaCluster
 from .scenarios import SCENARIOS, run_scenarios
 
 MAX_SAMPLE_BYTES = 5 * 1024 * 1024
@@ -158,18 +162,146 @@ def capture(out: Path, names: list[str] | None = None, jar_set: str = DEFAULT_JA
     return out
 
 
+def copy_cluster(cluster: KafkaCluster, client_log_dir: Path, out: Path) -> dict[int, list[Path]]:
+    """Each node's copy of `__consumer_offsets` (non-empty segments and the partition's
+    `leader-epoch-checkpoint`) under `broker-<id>/`, each node's `server.log`, and the clients' logs."""
+    copied: dict[int, list[Path]] = {}
+    for node_id, broker in cluster.brokers.items():
+        node_out = out / f"broker-{node_id}"
+        copied[node_id] = []
+        for segment in broker.consumer_offsets_segments(with_data_only=True):
+            target = node_out / segment.parent.name / segment.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(segment, target)
+            copied[node_id].append(target)
+            checkpoint = segment.parent / "leader-epoch-checkpoint"
+            if checkpoint.is_file() and not (target.parent / checkpoint.name).exists():
+                shutil.copyfile(checkpoint, target.parent / checkpoint.name)
+        node_out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(broker.server_log, node_out / "server.log")
+    (out / "clients").mkdir(parents=True, exist_ok=True)
+    for log_file in sorted(client_log_dir.glob("*.log")):
+        shutil.copyfile(log_file, out / "clients" / log_file.name)
+    return copied
+
+
+def cluster_readme(document: dict[str, Any], copied: dict[int, list[Path]], out: Path, captured_at: str,
+                   cluster: KafkaCluster) -> str:
+    scenarios = document["scenarios"]
+    partitions = sorted({p.parent.name for paths in copied.values() for p in paths},
+                        key=lambda n: int(n.rsplit("-", 1)[1]))
+    lines = [
+        f"# Sample: Apache Kafka {document['kafka_version']} three-broker cluster, each broker's copy of "
+        "`__consumer_offsets` and its coordinator log",
+        "",
+        f"Captured {captured_at} by `python -m tests.kafka_testbed.capture --cluster --out {_shown(out)}` from "
+        "a three-node KRaft cluster (`tests/kafka_testbed/cluster.py`: nodes 1-3, each a combined broker + "
+        "controller, one controller quorum, loopback only) assembled from the Maven Central jars of Apache Kafka "
+        f"{document['kafka_version']} (`jvm/{cluster.jar_set}/pom.xml`). `__consumer_offsets` has replication "
+        "factor 3, so every partition is here three times, once per broker. Every byte here was written by those "
+        "brokers or their clients; nothing is synthesized.",
+        "",
+        "## Contents",
+        "",
+        f"* `broker-<id>/__consumer_offsets-N/*.log`: each broker's own copy of the {len(partitions)} partitions "
+        "that hold data (" + ", ".join(f"broker {n}: {len(paths)} non-empty segments"
+                                       for n, paths in copied.items()) + "), with the partition's "
+        "`leader-epoch-checkpoint` (the leader epochs and their start offsets, as that broker saw them). "
+        "Segments were rolled every 8 KiB and never compacted.",
+        "* `broker-<id>/server.log`: each broker's log4j2 output in the stock layout `[%d] %p %m (%c)%n`, UTC "
+        "(coordinator elections, loads and unloads, expiry, fencing).",
+        "* `clients/java-*.log`, `clients/kafka-python*.log`: the clients' logs, as in the single-broker samples.",
+        "* `scenarios.json`: what each scenario did and the history it expects, as its clients and the cluster's "
+        "metadata reported it (`coordinator_failovers`, `expired_offsets`, `fenced_members` for the scenarios "
+        "below). Tests take their expected values from here.",
+        "",
+        "## Cluster settings that differ from the defaults",
+        "",
+        "| setting | value |",
+        "|---|---|",
+    ]
+    for key in ("offsets.topic.num.partitions", "offsets.topic.replication.factor", "default.replication.factor",
+                "min.insync.replicas", "offsets.retention.minutes", "offsets.retention.check.interval.ms",
+                "broker.session.timeout.ms", "auto.leader.rebalance.enable", "group.initial.rebalance.delay.ms",
+                "group.min.session.timeout.ms", "log.cleaner.min.compaction.lag.ms"):
+        lines.append(f"| `{key}` | `{cluster.settings[key]}` |")
+    lines.append("| `internal.segment.bytes` (topic config of `__consumer_offsets`) | `8192` |")
+    lines += ["", "JVMs: " + " ".join(f"`{o}`" for o in CLUSTER_JVM_OPTIONS) + ".", "",
+              "## Scenarios", "",
+              "| scenario | group id | client | generations | what happened |", "|---|---|---|---:|---|"]
+    for name, record in scenarios.items():
+        lines.append(f"| {name} | `{record['group_id']}` | {record['client']} | {len(record['generations'])} | "
+                     f"{record['description']} |")
+    for name, record in scenarios.items():
+        for failover in record.get("coordinator_failovers", []):
+            lines += ["", f"Failover ({name}): node {failover['old_coordinator']} led "
+                      f"`__consumer_offsets-{failover['partition']}` and was stopped at {failover['stopped_at']}; "
+                      f"node {failover['new_coordinator']} became the group's coordinator; the group was at "
+                      f"generation {failover['generation_before']} and "
+                      + ("rebalanced because of the move." if failover["rebalanced"] else
+                         "kept it (Kafka loads a stable classic group as it was), and its next rebalance, "
+                         f"generation {failover['first_generation_after']}, ran under the new coordinator.")]
+    lines += [
+        "",
+        f"Clients: {', '.join(document['clients'])}. Scenarios ran concurrently, each on its own group and "
+        f"topic, in {document['run_seconds']} s.",
+        "",
+        "## Re-capturing",
+        "",
+        f"`scripts/bootstrap --kafka && .venv/bin/python -m tests.kafka_testbed.capture --cluster --out {_shown(out)}` "
+        "replaces this directory (member ids, timestamps, offsets and which node leads which partition change; "
+        "the histories do not). `tests/integration/test_multibroker.py` runs the multi-broker scenarios live.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def capture_cluster(out: Path, names: list[str] | None = None, jar_set: str = DEFAULT_JAR_SET) -> Path:
+    """Capture a sample from a fresh three-node cluster (see cluster_readme for the layout)."""
+    captured_at = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    cluster = KafkaCluster(jar_set=jar_set)
+    client_log_dir = cluster.work_dir / "clients"
+    try:
+        cluster.start()
+        document = run_scenarios(cluster.bootstrap_servers, client_log_dir, names=names, jar_set=jar_set,
+                                 cluster=cluster, workers=6)
+        time.sleep(1.0)
+        cluster.wait_replicated("__consumer_offsets")
+        time.sleep(2.0)  # followers fetch the last records before the shutdown
+    finally:
+        cluster.stop()
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    copied = copy_cluster(cluster, client_log_dir, out)
+    (out / "scenarios.json").write_text(json.dumps(document, indent=2, sort_keys=False) + "\n")
+    (out / "README.md").write_text(cluster_readme(document, copied, out, captured_at, cluster))
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    cluster.cleanup()
+    if size > MAX_SAMPLE_BYTES:
+        raise SystemExit(f"capture: sample is {size} bytes, more than {MAX_SAMPLE_BYTES}; shorten the scenarios")
+    print(f"capture: wrote {out} ({size} bytes, {sum(map(len, copied.values()))} segments)")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None, help="default: samples/kafka-<version>")
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: all")
     parser.add_argument("--jar-set", default=DEFAULT_JAR_SET, help="jvm/<jar set>/pom.xml: kafka (4.x), kafka-3")
+    parser.add_argument("--cluster", action="store_true",
+                        help="a three-node cluster and its scenarios (default out: samples/kafka-<version>-3brokers)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(threadName)s %(message)s")
     logging.getLogger("kafka").propagate = False  # kafka-python goes to the client log file only
     # A SIGTERM (CI time-out, kill) must still run the finally blocks that stop the broker.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    out = (args.out or ROOT / "samples" / f"kafka-{kafka_version(args.jar_set)}").resolve()
-    capture(out, args.scenario, args.jar_set)
+    suffix = "-3brokers" if args.cluster else ""
+    out = (args.out or ROOT / "samples" / f"kafka-{kafka_version(args.jar_set)}{suffix}").resolve()
+    if args.cluster:
+        capture_cluster(out, args.scenario, args.jar_set)
+    else:
+        capture(out, args.scenario, args.jar_set)
     return 0
 
 

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import errors as Errors
 from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 
@@ -110,6 +111,9 @@ class ScenarioRecord:
     transactions: list[dict[str, Any]] = field(default_factory=list)
     committed_offsets: dict[str, int] = field(default_factory=dict)           # "topic-p" -> offset, via admin
     deleted: bool = False
+    coordinator_failovers: list[dict[str, Any]] = field(default_factory=list)   # multi-broker scenarios
+    expired_offsets: list[dict[str, Any]] = field(default_factory=list)
+    fenced_members: list[dict[str, Any]] = field(default_factory=list)
     final_state: str | None = None
     actions: list[dict[str, str]] = field(default_factory=list)
     started_at: str = field(default_factory=utc_now)
@@ -395,14 +399,24 @@ class JavaConsoleMember(Member):
         self._process.wait(timeout=60)
 
 
+#: Errors an admin request gets while a group's coordinator moves to another node (retried).
+_COORDINATOR_MOVING = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError,
+                       Errors.CoordinatorLoadInProgressError, Errors.KafkaConnectionError, Errors.NodeNotReadyError,
+                       Errors.KafkaTimeoutError, Errors.RequestTimedOutError)
+
+
 # ------------------------------------------------------------------------------------------------
 # The context shared by scenarios
 # ------------------------------------------------------------------------------------------------
 class ScenarioContext:
     """Connection to the broker, topic set-up, process bookkeeping and the client log directory."""
 
-    def __init__(self, bootstrap_servers: str, client_log_dir: Path, jar_set: str = DEFAULT_JAR_SET) -> None:
+    def __init__(self, bootstrap_servers: str, client_log_dir: Path, jar_set: str = DEFAULT_JAR_SET,
+                 cluster: Any = None) -> None:
+        """`cluster`: the KafkaCluster (tests/kafka_testbed/cluster.py) the multi-broker scenarios act on."""
         self.bootstrap_servers = bootstrap_servers
+        self.cluster = cluster
+        self.replication_factor = len(cluster.brokers) if cluster is not None else 1
         self.jar_set = jar_set
         self.version = kafka_version(jar_set)
         self.major = kafka_major(jar_set)
@@ -418,18 +432,28 @@ class ScenarioContext:
 
     def create_topic(self, name: str, partitions: int = PARTITIONS_PER_TOPIC, messages: int = 60) -> None:
         with self._admin_lock:
-            self.admin.create_topics([NewTopic(name, partitions, 1)])
+            self.admin.create_topics([NewTopic(name, partitions, self.replication_factor)])
         for i in range(messages):
             self.producer.send(name, key=f"k{i}".encode(), value=f"message {i}".encode(), partition=i % partitions)
         self.producer.flush()
 
+    def _admin_call(self, call: Callable[[], Any], timeout: float = 30.0) -> Any:
+        """An admin request, retried while a coordinator moves (a node of the cluster stopped)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with self._admin_lock:
+                    return call()
+            except _COORDINATOR_MOVING:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
     def describe(self, group: str) -> Any:
-        with self._admin_lock:
-            return self.admin.describe_consumer_groups([group])[0]
+        return self._admin_call(lambda: self.admin.describe_consumer_groups([group])[0])
 
     def committed_offsets(self, group: str) -> dict[str, int]:
-        with self._admin_lock:
-            offsets = self.admin.list_consumer_group_offsets(group)
+        offsets = self._admin_call(lambda: self.admin.list_consumer_group_offsets(group))
         return {f"{tp.topic}-{tp.partition}": meta.offset for tp, meta in sorted(offsets.items())}
 
     def close(self) -> None:
@@ -994,6 +1018,154 @@ def scenario_consumer_protocol(ctx: ScenarioContext) -> ScenarioRecord:
     return record
 
 
+# ------------------------------------------------------------------------------------------------
+# Multi-broker scenarios (tests/kafka_testbed/cluster.py): they need ctx.cluster
+# ------------------------------------------------------------------------------------------------
+def scenario_coordinator_failover(ctx: ScenarioContext) -> ScenarioRecord:
+    record = _classic("coordinator-failover", "Two range members (kafka-python) are stable; the node leading the "
+                      "group's __consumer_offsets partition (its group coordinator) is stopped with a controlled "
+                      "shutdown, leadership moves to another replica, which loads the group; the members find the "
+                      "new coordinator and the group goes on there: a third member joins, then all close. The "
+                      "stopped node is restarted and catches up as a follower.", "range")
+    if ctx.cluster is None:
+        raise ScenarioError("coordinator-failover needs a multi-broker cluster (tests/kafka_testbed/cluster.py)")
+    tracker = GroupTracker(ctx, record)
+    for topic in record.topics:
+        ctx.create_topic(topic)
+    for client_id in ["coordinator-failover-a", "coordinator-failover-b"]:
+        record.act(f"start {client_id}")
+        _py(tracker, client_id, "range")
+        tracker.observe("join", client_id)
+    before = tracker.last_generation
+    partition = ctx.cluster.offsets_partition_of(record.group_id)
+    old = ctx.cluster.coordinator_of(record.group_id)
+    stopped_at = utc_now()
+    record.act(f"stop node {old} (controlled shutdown): it leads __consumer_offsets-{partition}, the group's "
+               "coordinator")
+    ctx.cluster.stop_broker(old)
+    new = ctx.cluster.wait_leader_moved(partition, away_from=old)
+    record.act(f"__consumer_offsets-{partition} is now led by node {new}")
+    after = tracker.wait_stable()
+    rebalanced = after != before
+    if rebalanced:
+        # Kafka keeps a stable classic group's generation when it loads it; a rebalance here would be
+        # the failover's doing (e.g. a JoinGroup lost with the old coordinator).
+        if after != before + 1:
+            raise ScenarioError(f"coordinator-failover: generation {before} -> {after} across the failover")
+        tracker._record(after, "coordinator_failover", None, from_history=False)
+    failover = {"group_id": record.group_id, "partition": partition, "old_coordinator": old, "new_coordinator": new,
+                "stopped_at": stopped_at, "generation_before": before, "rebalanced": rebalanced}
+    record.act(f"restart node {old}")
+    ctx.cluster.restart_broker(old)
+    record.act("start coordinator-failover-c (the first rebalance under the new coordinator)")
+    _py(tracker, "coordinator-failover-c", "range")
+    failover["first_generation_after"] = tracker.observe("join", "coordinator-failover-c")
+    if ctx.cluster.coordinator_of(record.group_id) != new:
+        raise ScenarioError("coordinator-failover: the coordinator moved again during the scenario")
+    record.coordinator_failovers.append(failover)
+    _close_all_in_order(tracker, ["coordinator-failover-c", "coordinator-failover-b", "coordinator-failover-a"])
+    return record
+
+
+def scenario_offset_expiry(ctx: ScenarioContext) -> ScenarioRecord:
+    record = _classic("offset-expiry", "One range member (kafka-python) commits offsets and closes; the empty "
+                      "group's offsets expire after offsets.retention.minutes and the coordinator writes a "
+                      "tombstone for each, then one for the group, which has nothing left.", "range")
+    tracker = GroupTracker(ctx, record)
+    for topic in record.topics:
+        ctx.create_topic(topic)
+    record.act("start offset-expiry-a")
+    _py(tracker, "offset-expiry-a", "range")
+    tracker.observe("join", "offset-expiry-a")
+    time.sleep(2.5)  # one auto-commit interval
+    _close_all_in_order(tracker, ["offset-expiry-a"])
+    empty_at = utc_now()
+    record.committed_offsets = ctx.committed_offsets(record.group_id)
+    if not record.committed_offsets:
+        raise ScenarioError("offset-expiry: no committed offsets before the group went empty")
+    record.act("wait for the committed offsets to expire (offsets.retention.minutes after the group went empty)")
+    deadline = time.monotonic() + EXPIRY_TIMEOUT_SECONDS
+    while ctx.committed_offsets(record.group_id):
+        if time.monotonic() > deadline:
+            raise ScenarioError(f"offset-expiry: offsets still there after {EXPIRY_TIMEOUT_SECONDS} s")
+        time.sleep(1.0)
+    record.expired_offsets.append({"offsets": dict(record.committed_offsets), "group_empty_at": empty_at,
+                                   "observed_expired_at": utc_now()})
+    record.act("the committed offsets are gone (expired)")
+    record.final_state = ctx.describe(record.group_id).state
+    return record
+
+
+def scenario_static_member_fenced(ctx: ScenarioContext) -> ScenarioRecord:
+    record = _classic("static-member-fenced", "Two static members (Java consumer, range); a second instance is "
+                      "started with the group.instance.id of a live one. The coordinator gives the instance id "
+                      "to the newcomer without a rebalance (the group is stable, same subscription) and fences "
+                      "the old member: its next heartbeat gets FENCED_INSTANCE_ID and the consumer stops with a "
+                      "fatal error. Then both stop (no LeaveGroup) and time out.", "range", client=_java_client(ctx))
+    topic = next(iter(record.topics))
+    ctx.create_topic(topic)
+    tracker = GroupTracker(ctx, record)
+
+    def start(client_id: str, instance: str, log_name: str | None = None) -> JavaConsoleMember:
+        props = {"group.instance.id": instance, "partition.assignment.strategy": JAVA_RANGE,
+                 "session.timeout.ms": str(STATIC_SESSION_TIMEOUT_MS),
+                 "heartbeat.interval.ms": str(HEARTBEAT_INTERVAL_MS)}
+        member = JavaConsoleMember(ctx, record.group_id, client_id, topic, log_name or f"java-{client_id}", props)
+        tracker.add(member)
+        return member
+
+    record.act("start static-member-fenced-a (instance fenced-a)")
+    a = start("static-member-fenced-a", "fenced-a")
+    tracker.observe("join", "static-member-fenced-a")
+    record.act("start static-member-fenced-b (instance fenced-b)")
+    b = start("static-member-fenced-b", "fenced-b")
+    generation = tracker.observe("join", "static-member-fenced-b")
+    old_member_id = record.generations[-1].member_ids["static-member-fenced-b"]
+
+    # A duplicate deployment: same configuration (client id and instance id), a second process.
+    record.act("start a second static-member-fenced-b (instance fenced-b) while the first still runs")
+    tracker.members.pop("static-member-fenced-b")
+    duplicate = start("static-member-fenced-b", "fenced-b", "java-static-member-fenced-b-duplicate")
+    still = tracker.wait_stable()
+    if still != generation:
+        raise ScenarioError(f"static-member-fenced: the duplicate caused a rebalance: {generation} -> {still}")
+    new_view = duplicate.view()
+    assert new_view is not None
+    deadline = time.monotonic() + 30
+    while b.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    fenced_line = next((line for line in b._lines() if "FENCED_INSTANCE_ID" in line), None)
+    if fenced_line is None:
+        raise ScenarioError("static-member-fenced: the old instance's log says nothing about being fenced")
+    exited = not b.alive()
+    record.act(f"static-member-fenced-b was fenced ({'exited' if exited else 'still running'}): {fenced_line.strip()}")
+    b.stop()
+    record.fenced_members.append({
+        "client_id": "static-member-fenced-b", "group_instance_id": "fenced-b", "generation": generation,
+        "fenced_member_id": old_member_id, "by_member_id": new_view.member_id,
+        "by_client_log": "java-static-member-fenced-b-duplicate.log", "exited": exited,
+        "client_log_line": fenced_line.strip(),
+        "at": utc_now(),
+    })
+    # For the records the swap is a static member's replacement in the same generation (as a restart).
+    record.static_restarts.append({
+        "client_id": "static-member-fenced-b", "group_instance_id": "fenced-b", "generation": generation,
+        "old_member_id": old_member_id, "new_member_id": new_view.member_id, "at": utc_now(),
+    })
+    record.act("stop both live static members (SIGTERM, no LeaveGroup); wait for their sessions to time out")
+    for client_id, member in (("static-member-fenced-a", a), ("static-member-fenced-b", duplicate)):
+        member.stop()
+        tracker.remove(client_id)
+    tracker.observe_empty("session_timeout", None)
+    return record
+
+
+#: On the cluster, every scenario but offset-expiry starts this much later (see run_scenarios).
+CLUSTER_START_DELAY_SECONDS = 15.0
+#: offset-expiry waits this long for the cluster's retention (1 minute, checked every 5 s; cluster.py).
+EXPIRY_TIMEOUT_SECONDS = 150
+
+
 SCENARIOS: dict[str, Callable[[ScenarioContext], ScenarioRecord]] = {
     "range-grow": scenario_range_grow,
     "member-leave": scenario_member_leave,
@@ -1008,7 +1180,15 @@ SCENARIOS: dict[str, Callable[[ScenarioContext], ScenarioRecord]] = {
     "consumer-protocol": scenario_consumer_protocol,
     "storm-poll-timeout": scenario_storm_poll_timeout,
     "storm-crash-loop": scenario_storm_crash_loop,
+    "coordinator-failover": scenario_coordinator_failover,
+    "offset-expiry": scenario_offset_expiry,
+    "static-member-fenced": scenario_static_member_fenced,
 }
+
+#: Scenarios of the multi-broker cluster only (they stop nodes, or need the cluster's short offset retention).
+CLUSTER_ONLY = ["offset-expiry", "coordinator-failover", "static-member-fenced"]
+#: The existing scenarios also run on the cluster, their causes unchanged with three brokers' logs merged.
+CLUSTER_ALSO = ["member-killed", "range-grow", "member-leave"]
 
 # The slow ones first, so the pool's tail is short.
 _RUN_ORDER = ["static-members", "storm-crash-loop", "storm-poll-timeout", "cooperative-sticky",
@@ -1031,30 +1211,39 @@ def attach_python_client_log(client_log_dir: Path) -> logging.Handler:
 NEEDS_KAFKA_4 = {"consumer-protocol"}
 
 
-def scenario_names(jar_set: str = DEFAULT_JAR_SET) -> list[str]:
-    """The scenarios that run against a jar set's broker, slowest first."""
-    return [n for n in _RUN_ORDER if kafka_major(jar_set) >= 4 or n not in NEEDS_KAFKA_4]
+def scenario_names(jar_set: str = DEFAULT_JAR_SET, cluster: bool = False) -> list[str]:
+    """The scenarios that run against a jar set's broker (or three-node cluster), slowest first."""
+    order = [*CLUSTER_ONLY, *CLUSTER_ALSO] if cluster else _RUN_ORDER
+    return [n for n in order if kafka_major(jar_set) >= 4 or n not in NEEDS_KAFKA_4]
 
 
 def run_scenarios(bootstrap_servers: str, client_log_dir: Path, names: Iterable[str] | None = None,
-                  workers: int = 4, jar_set: str = DEFAULT_JAR_SET) -> dict[str, Any]:
-    """Run the scenarios against a broker and return the document written as scenarios.json.
+                  workers: int = 4, jar_set: str = DEFAULT_JAR_SET, cluster: Any = None) -> dict[str, Any]:
+    """Run the scenarios against a broker (or a KafkaCluster, `cluster`) and return the scenarios.json document.
 
     Raises ScenarioError (after every scenario has finished) if any scenario failed.
     """
-    selected = [n for n in scenario_names(jar_set) if names is None or n in set(names)]
+    names = list(names) if names is not None else None
+    order = scenario_names(jar_set, cluster=cluster is not None)
+    if names is not None:
+        order += [n for n in names if n not in order and n in SCENARIOS]
+    selected = [n for n in order if names is None or n in set(names)]
     unknown = set(names or []) - set(SCENARIOS)
     if unknown:
         raise ValueError(f"unknown scenarios: {sorted(unknown)}")
     client_log_dir.mkdir(parents=True, exist_ok=True)
     handler = attach_python_client_log(client_log_dir)
-    ctx = ScenarioContext(bootstrap_servers, client_log_dir, jar_set)
+    ctx = ScenarioContext(bootstrap_servers, client_log_dir, jar_set, cluster=cluster)
     results: dict[str, ScenarioRecord] = {}
     failures: dict[str, BaseException] = {}
     started = time.monotonic()
     try:
         def run_one(name: str) -> None:
             threading.current_thread().name = f"scenario-{name}"
+            if cluster is not None and name != "offset-expiry":
+                # offset-expiry's group goes empty first; the others end later than it by more than a
+                # check interval, so their offsets are younger than the retention when the capture stops.
+                time.sleep(CLUSTER_START_DELAY_SECONDS)
             try:
                 record = SCENARIOS[name](ctx)
                 record.finished_at = utc_now()
