@@ -57,7 +57,7 @@ def record_from_json(record_type: int | None, value_version: int | None, record_
             value = None
         else:
             value = struct_from_json(t.value, doc["value"])  # type: ignore[arg-type]
-        return Record(record_type, key, value_version, value)
+        return Record(t.id, key, value_version, value)
     except (KeyError, TypeError, ValueError) as e:
         raise DecodeError(f"record_json of record type {record_type} does not match its layout ({e})",
                           "record_json", -1) from e

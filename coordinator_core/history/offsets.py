@@ -115,7 +115,7 @@ def offset_history(
     generation: int | None = None
     members: int | None = None
     consumer_members: set[str] = set()
-    last: dict[tuple[str, int], tuple[int, int]] = {}     # partition -> (offset, expire_timestamp)
+    last: dict[tuple[str, int], tuple[int, int | None]] = {}  # partition -> (offset, expire_timestamp)
     runs: dict[tuple[str, int], _Run] = {}
     group_tombstone_times = _group_tombstones(group_records)
 
@@ -256,7 +256,7 @@ def _names_group(event: CoordinatorEvent, group_id: str) -> bool:
 
 
 def _tombstone_row(gid: str, record: GroupRecord, at: datetime | None, tp: tuple[str, int],
-                   previous: tuple[int, int] | None, generation: int | None, members: int | None,
+                   previous: tuple[int, int | None] | None, generation: int | None, members: int | None,
                    events: Sequence[CoordinatorEvent], group_tombstones: Sequence[datetime]) -> OffsetEventRow:
     near = _near(events, at, LOG_MATCH)
     deleting = [e for e in near if e.event_type in (ev.OFFSETS_DELETED, ev.GROUPS_DELETED) and _names_group(e, gid)]
