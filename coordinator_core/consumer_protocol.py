@@ -122,9 +122,10 @@ def decode_subscription(data: bytes) -> Subscription:
     version = _version_prefix(data, name)
     layout = min(version, HIGHEST_SUBSCRIPTION_VERSION)
     w, pos = schema.decoder(CONSUMER_PROTOCOL_SUBSCRIPTION, layout)(data, 2, len(data), name)
-    # Kafka's `new ConsumerProtocolSubscription(accessor, version)` ignores bytes after the struct.
+    # Kafka's `new ConsumerProtocolSubscription(accessor, version)` ignores bytes after the struct. After a
+    # version above the highest known they are that version's new fields, expected, and not counted.
     return Subscription(version, w.topics, w.user_data, _flatten(w.owned_partitions), w.generation_id, w.rack_id,
-                        len(data) - pos)
+                        len(data) - pos if version == layout else 0)
 
 
 def decode_assignment(data: bytes) -> Assignment:
@@ -133,8 +134,10 @@ def decode_assignment(data: bytes) -> Assignment:
     version = _version_prefix(data, name)
     layout = min(version, HIGHEST_ASSIGNMENT_VERSION)
     w, pos = schema.decoder(CONSUMER_PROTOCOL_ASSIGNMENT, layout)(data, 2, len(data), name)
-    # Kafka's `new ConsumerProtocolAssignment(accessor, version)` ignores bytes after the struct.
-    return Assignment(version, _flatten(w.assigned_partitions), w.user_data, len(data) - pos)
+    # Kafka's `new ConsumerProtocolAssignment(accessor, version)` ignores bytes after the struct (and a newer
+    # version's fields, which are not counted as trailing bytes).
+    trailing = len(data) - pos if version == layout else 0
+    return Assignment(version, _flatten(w.assigned_partitions), w.user_data, trailing)
 
 
 def encode_subscription(s: Subscription) -> bytes:

@@ -51,7 +51,7 @@ def compare_subscription(kafka: Any, raw: bytes, path: str) -> list[str]:
     ours = coordinator_core.decode_subscription(raw)
     user_data = None if kafka.get("userData") is None else base64.b64decode(kafka["userData"])
     want = (list(kafka["topics"]), user_data, _flatten_topic_partitions(kafka.get("ownedPartitions", [])),
-            kafka.get("generationId", -1), kafka.get("rackId"))
+            kafka.get("generationId"), kafka.get("rackId"))
     got = (list(ours.topics), ours.user_data, [tuple(tp) for tp in ours.owned_partitions], ours.generation_id,
            ours.rack_id)
     known = {"topics", "userData", "ownedPartitions", "generationId", "rackId"}

@@ -179,6 +179,15 @@ def test_trailing_bytes_of_an_embedded_subscription_are_read_and_counted_on_the_
     assert mem["protocol_error"] is None and mem["assigned_partitions"] == [{"topic": "my-topic", "partition": 0}]
 
 
+def test_a_newer_consumer_protocol_versions_fields_are_not_trailing_bytes() -> None:
+    # ConsumerProtocol reads a version above the highest it knows with the newest layout ("new versions
+    # cannot remove or reorder fields"): the bytes after it are the newer version's fields.
+    sub = cc.decode_subscription(i16(4) + h(v.SUBSCRIPTION_V3)[2:] + b"new-field")
+    asg = cc.decode_assignment(i16(4) + h(v.ASSIGNMENT_V3)[2:] + b"new-field")
+    assert (sub.version, sub.trailing_bytes, asg.version, asg.trailing_bytes) == (4, 0, 4, 0)
+    assert cc.decode_subscription(h(v.SUBSCRIPTION_V3) + b"new-field").trailing_bytes == 9
+
+
 def test_coverage_counts_trailing_bytes_with_their_own_status() -> None:
     good_key, good_value = h(v.OFFSET_KEY_T1), h(v.OFFSET_VALUES[3][1])
     keys = [good_key, good_key, good_key + b"\x00", good_key, good_key]
