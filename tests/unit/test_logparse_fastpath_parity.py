@@ -11,6 +11,7 @@ non-ASCII text, thread names, container prefixes).
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from datetime import timezone
 from pathlib import Path
@@ -22,7 +23,9 @@ from coordinator_core.logs import classify_log_entry, iter_log_entries
 from coordinator_core.logs.bulk import EVENT_COLUMNS, classify_log_entries
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_LOGS = sorted(p for p in (ROOT / "samples").glob("*/*/*") if p.parent.name in ("broker", "clients"))
+SAMPLE_LOGS = sorted(p for p in (ROOT / "samples").glob("*/*/*")
+                     if p.parent.name in ("broker", "clients")
+                     or (re.fullmatch(r"broker-\d+", p.parent.name) and p.name.startswith("server.log")))
 GC = "(kafka.coordinator.group.GroupCoordinator)"
 NGMM = "(org.apache.kafka.coordinator.group.GroupMetadataManager)"
 CC = "(org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)"

@@ -334,7 +334,8 @@ def test_legacy_messages_going_backwards_are_quarantined() -> None:
 def _sample_segments() -> list[tuple[Path, int | None]]:
     """Every sample segment with the next segment's base offset in its partition (None for the last)."""
     out: list[tuple[Path, int | None]] = []
-    for partition in sorted(SAMPLES.glob("kafka-*/__consumer_offsets-*")):
+    partitions = [*SAMPLES.glob("kafka-*/__consumer_offsets-*"), *SAMPLES.glob("kafka-*/broker-*/__consumer_offsets-*")]
+    for partition in sorted(partitions):
         files = sorted(partition.glob("*.log"))
         bases = [int(f.name[:-4]) for f in files]
         out += [(f, bases[i + 1] if i + 1 < len(files) else None) for i, f in enumerate(files)]
