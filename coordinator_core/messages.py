@@ -551,7 +551,7 @@ SHARE_GROUP_METADATA_VALUE = Struct(
 @fast_init
 @dataclass(frozen=True, slots=True)
 class ShareGroupTargetAssignmentMetadataValue:
-    """Type 12: the epoch of the share group's target assignment (``assignment_timestamp``: tag 0, 4.4+)."""
+    """Type 12: the epoch of the share group's target assignment (``assignment_timestamp``: tag 0, 4.3+)."""
 
     assignment_epoch: int
     assignment_timestamp: int
@@ -697,8 +697,8 @@ def _key_value(name: str) -> Struct:
 @dataclass(frozen=True, slots=True)
 class StreamsGroupMetadataValue:
     """Type 17: the streams group's epoch, metadata hash, and (tagged) the topology epoch validated against
-    the metadata, the assignment configs last used, and (4.4+) the topology epochs of stored or failed
-    topology descriptions; -1 means none."""
+    the metadata and the assignment configs last used (tags 0-1, 4.2+), and the topology epochs of stored or
+    failed topology descriptions (tags 2-3, 4.4+); -1 means none."""
 
     epoch: int
     metadata_hash: int
@@ -779,7 +779,7 @@ STREAMS_GROUP_MEMBER_METADATA_VALUE = Struct(
 @fast_init
 @dataclass(frozen=True, slots=True)
 class StreamsGroupTargetAssignmentMetadataValue:
-    """Type 20: the epoch of the streams group's target assignment (``assignment_timestamp``: tag 0, 4.4+)."""
+    """Type 20: the epoch of the streams group's target assignment (``assignment_timestamp``: tag 0, 4.3+)."""
 
     assignment_epoch: int
     assignment_timestamp: int

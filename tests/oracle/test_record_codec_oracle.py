@@ -128,15 +128,25 @@ def schema_records(jar_set: str, *types: str, n: int = RECORDS_PER_TYPE_AND_VERS
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
-def test_kafka_4_4_share_and_streams_records_with_their_newer_tagged_fields() -> None:
-    # 4.4 added tagged fields 2 and 3 to StreamsGroupMetadataValue and AssignmentTimestamp (tag 0) to the
-    # share/streams target assignment metadata: written by Kafka 4.4.0's classes, read by our declarations.
-    lines = schema_records("assignor-oracle")  # the 4.4.0 jar set
+#: Jar sets of the other 4.1+ releases -> the tagged fields their share/streams values have that 4.1's lack.
+OTHER_RELEASES = {
+    "assignor-oracle-server-4.1.0": (),
+    "assignor-oracle-server-4.2.0": ("validatedTopologyEpoch", "lastAssignmentConfigs", "assignmentEpochs"),
+    "assignor-oracle-server-4.3.0": ("assignmentTimestamp",),
+    "assignor-oracle": ("storedDescriptionTopologyEpoch", "failedDescriptionTopologyEpoch"),  # 4.4.0
+}
+
+
+@pytest.mark.parametrize("jar_set", list(OTHER_RELEASES))
+def test_share_and_streams_records_of_every_4_x_release(jar_set: str) -> None:
+    # Every 4.1+ release's generated classes write the same types; the tagged fields each release added are
+    # present at random in its records, and read by our declarations.
+    lines = schema_records(jar_set, n=40)
     assert {line["type"] for line in lines} == set(SHARE_AND_STREAMS_TYPES)
     for line in lines:
         check_record(line)
     text = json.dumps([line["valueJson"] for line in lines])
-    for tagged in ("storedDescriptionTopologyEpoch", "failedDescriptionTopologyEpoch", "assignmentTimestamp"):
+    for tagged in OTHER_RELEASES[jar_set]:
         assert f'"{tagged}"' in text
 
 
