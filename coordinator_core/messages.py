@@ -488,6 +488,8 @@ CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = Struct(
 # 4.1-4.4 jars' generated classes (``SCHEMAS``); type 9 is the 4.0 early-access layout (4.1 removed the
 # type). 4.1 also changed version 0 of types 11 (``metadata_hash`` added) and 15 (``initializing_topics``
 # added first), so 4.0's records of those two are decode errors here, as they are for Kafka 4.1+.
+# The share coordinator's own records (ShareSnapshot, ShareUpdate: types 0 and 1 of its CoordinatorRecordType)
+# are written to ``__share_group_state``, never to ``__consumer_offsets``.
 
 
 @fast_init
