@@ -347,3 +347,32 @@ def test_a_warehouse_from_before_the_leader_epoch_column_gains_it(spark: SparkSe
     assert (summary["ingest"]["records_archived"], summary["ingest"]["replica_conflicts"]) == (0, 0)
     assert conflicts(tables) == []
     shutil.rmtree(root)
+
+
+THREE_BROKERS = SAMPLE.parent / "kafka-4.3.1-3brokers"
+
+
+@pytest.mark.skipif(not THREE_BROKERS.is_dir(), reason="the three-broker sample is not in this checkout")
+def test_the_three_broker_sample_is_archived_once_per_offset(spark: SparkSession, tmp_path: Path) -> None:
+    """Each broker's own copy of every partition (RF 3, leader epochs 0 and 1 after the failover): the
+    copies agree, so every offset is archived once, with the batch leader epoch Kafka's tool prints."""
+    segments = sorted(THREE_BROKERS.glob("broker-*/__consumer_offsets-*/*.log"))
+    dumped = kafka_dump(segments)
+    expected: dict[tuple[int, int], set[tuple[int, int]]] = {}
+    for path, records in dumped.items():
+        partition = int(path.parent.name.rsplit("-", 1)[1])
+        for offset, ts_and_epoch in records.items():
+            expected.setdefault((partition, offset), set()).add(ts_and_epoch)
+    assert all(len(v) == 1 for v in expected.values())  # the brokers' copies agree
+    assert {e for v in expected.values() for _, e in v} >= {0, 1}
+    config = Config(sources=SourcesConfig(mode="segments", segments=(SegmentSource(CLUSTER, str(THREE_BROKERS)),)),
+                    tables=TablesConfig(database=f"cgh_replicas_{next(_counter)}", location=str(tmp_path / "t")))
+    summary = run(spark, config)
+    rows = tables_of(spark, config).read(RAW_OFFSETS).collect()
+    got = {(r["partition"], r["offset"]): (ms(r.asDict()), r["partition_leader_epoch"]) for r in rows}
+    assert len(got) == len(rows) == len(expected)
+    assert got == {k: next(iter(v)) for k, v in expected.items()}
+    assert summary["ingest"]["records_read"] == sum(len(r) for r in dumped.values())
+    assert (summary["ingest"]["records_archived"], summary["ingest"]["replica_conflicts"]) == (len(expected), 0)
+    assert summary["ingest"]["segment_errors"] == 0  # its leader-epoch-checkpoint files read as Kafka's
+    assert conflicts(tables_of(spark, config)) == []
