@@ -148,6 +148,25 @@ def test_encode_then_decode_is_identity(rec: Record) -> None:
     assert cc.encode_record(back) == (key, value)
 
 
+@settings(max_examples=300, deadline=None)
+@given(share_and_streams_records(), st.data())
+def test_every_truncation_raises_decode_error_and_random_bytes_nothing_else(rec: Record, data: st.DataObject) -> None:
+    key, value = cc.encode_record(rec)
+    assert value is not None
+    cut = data.draw(st.integers(0, len(value) - 1))
+    try:
+        cc.decode_record(key, value[:cut])
+    except cc.DecodeError as e:
+        assert e.field_path.startswith(RECORD_TYPES[rec.record_type].value.name)  # type: ignore[union-attr]
+    else:
+        raise AssertionError(f"{cut} of {len(value)} bytes decoded")
+    garbage = value[:2] + data.draw(st.binary(max_size=40))
+    try:
+        cc.decode_record(key, garbage)
+    except cc.DecodeError:
+        pass
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The history: share and streams records are not KIP-848 consumer-group records.
 
