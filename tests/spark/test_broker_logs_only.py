@@ -38,7 +38,8 @@ pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_CONF = ROOT / "conf" / "local.toml"
-SAMPLES = {"kafka-3.9.1": ROOT / "samples" / "kafka-3.9.1", "kafka-4.3.1": ROOT / "samples" / "kafka-4.3.1"}
+SAMPLES = {"kafka-3.9.1": ROOT / "samples" / "kafka-3.9.1", "kafka-4.3.1": ROOT / "samples" / "kafka-4.3.1",
+           "kafka-4.3.1-3brokers": ROOT / "samples" / "kafka-4.3.1-3brokers"}
 
 #: The stages that build group_generations (storms, maintenance and the report read it; they add nothing here).
 HISTORY_STAGES = tuple(STAGES[:[s.name for s in STAGES].index("history") + 1])
