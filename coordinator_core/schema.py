@@ -80,7 +80,11 @@ class Versions:
 
 @dataclass(frozen=True)
 class Field:
-    """One field of a record, as in Kafka's message JSON (names in snake_case)."""
+    """One field of a record, as in Kafka's message JSON (names in snake_case).
+
+    ``default`` is Kafka's default: what a tagged field the writer left out reads as. A field the version
+    does not have (outside ``versions``) decodes to None whatever its default.
+    """
 
     name: str
     type: FieldType
