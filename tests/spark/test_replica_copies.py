@@ -376,3 +376,28 @@ def test_the_three_broker_sample_is_archived_once_per_offset(spark: SparkSession
     assert (summary["ingest"]["records_archived"], summary["ingest"]["replica_conflicts"]) == (len(expected), 0)
     assert summary["ingest"]["segment_errors"] == 0  # its leader-epoch-checkpoint files read as Kafka's
     assert conflicts(tables_of(spark, config)) == []
+
+
+def test_a_run_that_dies_between_the_quarantine_and_the_archive_is_completed_by_the_next(
+        spark: SparkSession, copies: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """replica_conflicts is written first; a run killed before its raw_offsets append leaves the quarantine
+    rows, and the next run archives the winners without quarantining anything twice."""
+    config = config_for(copies["root"] / "abc", tmp_path / "tables", f"cgh_replicas_{next(_counter)}")
+    tables = tables_of(spark, config)
+    real_append = Tables.append
+
+    def dying_append(self: Tables, spec: Any, rows: Any, commit_note: str | None = None) -> None:
+        if spec.name == RAW_OFFSETS.name:
+            raise RuntimeError("killed before the archive append")
+        real_append(self, spec, rows, commit_note)
+
+    monkeypatch.setattr(Tables, "append", dying_append)
+    with pytest.raises(RuntimeError, match="killed before the archive append"):
+        run(spark, config)
+    monkeypatch.setattr(Tables, "append", real_append)
+    assert [q["offset"] for q in conflicts(tables)] == list(range(DIVERGENCE, 41))
+    assert archived(tables) == {}
+    after = run(spark, config)
+    assert (after["ingest"]["records_archived"], after["ingest"]["replica_conflicts"]) == (49, 0)
+    assert sorted(archived(tables)) == list(range(0, 49))
+    assert [(q["offset"], q["reason"]) for q in conflicts(tables)] == [(o, TRUNCATED) for o in range(DIVERGENCE, 41)]
