@@ -209,7 +209,8 @@ def cluster_readme(document: dict[str, Any], copied: dict[int, list[Path]], out:
         "`leader-epoch-checkpoint` (the leader epochs and their start offsets, as that broker saw them). "
         "Segments were rolled every 8 KiB and never compacted.",
         "* `broker-<id>/server.log`: each broker's log4j2 output in the stock layout `[%d] %p %m (%c)%n`, UTC "
-        "(coordinator elections, loads and unloads, expiry, fencing).",
+        "(the group coordinators' loads of moved partitions, expiry sweeps, fencing); the configuration dump and "
+        "per-segment housekeeping loggers are at WARN (`cluster.QUIET_LOGGERS`) to keep the files small.",
         "* `clients/java-*.log`, `clients/kafka-python*.log`: the clients' logs, as in the single-broker samples.",
         "* `scenarios.json`: what each scenario did and the history it expects, as its clients and the cluster's "
         "metadata reported it (`coordinator_failovers`, `expired_offsets`, `fenced_members` for the scenarios "
