@@ -18,11 +18,16 @@ commit sits in the group's log, between its GroupMetadata (or KIP-848 epoch) rec
   commits spanning at least ``stall_min_ms`` within one generation with members. Auto-commit writes the
   position even when it did not move, so this shows a consumer that is alive but not advancing; whether
   messages were waiting needs the topic's end offsets, which ``__consumer_offsets`` does not hold.
-* An offset tombstone is ``deleted`` when the group was deleted at the same moment (its own tombstone
-  within a second: DeleteGroups writes both in one batch) or a log line names an OffsetDelete/DeleteGroups
-  for the group; otherwise it is ``expired`` (the retention sweep; the v1 ``expire_timestamp`` or an
-  "expired offsets" log line confirm it; topic deletion also writes tombstones and is indistinguishable
-  without its log line). Aborted transactional commits never took effect and are skipped.
+* An offset tombstone is ``deleted`` when a log line names an OffsetDelete/DeleteGroups for the group;
+  else ``expired`` when an offset-expiry sweep was logged within 5 s (a line naming the group, or the
+  coordinator's group-less sweep line that removed something: 3.x "Removed N expired offsets", 4.x
+  "Generated N tombstone records while cleaning up group metadata", which 4.x logs every check, with N = 0
+  too); else ``deleted`` when the group was deleted at the same moment (its own tombstone within a second:
+  DeleteGroups writes both in one batch, but so does the sweep that expires an empty group's last offsets,
+  hence the sweep line first); otherwise ``expired`` (the retention sweep; the v1 ``expire_timestamp``
+  confirms it; topic deletion also writes tombstones and is indistinguishable without its log line).
+  Aborted transactional commits never took effect and are skipped. The caller passes the group's log
+  lines and its cluster's group-less ones (a sweep line names no group).
 """
 
 from __future__ import annotations
@@ -146,11 +151,7 @@ def offset_history(
                 if _converted(group_records, index, kind):
                     continue
                 close_all()
-                rows.append(_row(gid, GROUP_DELETED, at=at, record_offset=record.offset, generation=generation,
-                                 inferred=False, explanation="the group's own tombstone: the group was deleted",
-                                 evidence=tuple(_evidence(e) for e in _near(log_events, at, LOG_MATCH)
-                                                if e.event_type in (ev.GROUPS_DELETED, ev.GROUP_DEAD)
-                                                and _names_group(e, gid))))
+                rows.append(_group_tombstone_row(gid, record, at, generation, log_events))
                 generation, members, has_generations = None, None, False
                 continue
             if kind == "group_metadata" and is_placeholder(rec.value):
@@ -255,28 +256,60 @@ def _names_group(event: CoordinatorEvent, group_id: str) -> bool:
     return group_id in [g.strip() for g in event.group_id.split(",")]
 
 
+def _is_sweep(event: CoordinatorEvent, group_id: str) -> bool:
+    """An offset-expiry sweep line that can explain the group's tombstones: one naming the group, or the
+    coordinator's group-less one when it removed something (4.x logs it after every check, 0 included)."""
+    if event.event_type != ev.OFFSETS_EXPIRED:
+        return False
+    if event.group_id is None:
+        return (event.offsets_removed or 0) > 0
+    return _names_group(event, group_id)
+
+
+def _group_tombstone_row(gid: str, record: GroupRecord, at: datetime | None, generation: int | None,
+                         events: Sequence[CoordinatorEvent]) -> OffsetEventRow:
+    near = _near(events, at, LOG_MATCH)
+    deleting = [e for e in near if e.event_type in (ev.GROUPS_DELETED, ev.GROUP_DEAD) and _names_group(e, gid)]
+    expiring = [e for e in near if _is_sweep(e, gid)]
+    common = dict(at=at, record_offset=record.offset, generation=generation, inferred=False)
+    if not deleting and expiring:
+        return _row(gid, GROUP_DELETED, explanation=EXPLAIN_GROUP_SWEPT,
+                    evidence=tuple(_evidence(e) for e in expiring), **common)
+    return _row(gid, GROUP_DELETED, explanation="the group's own tombstone: the group was deleted",
+                evidence=tuple(_evidence(e) for e in deleting), **common)
+
+
+#: The group's own tombstone written by an offset-expiry sweep (Kafka removes an empty group whose offsets
+#: have all expired in the same sweep).
+EXPLAIN_GROUP_SWEPT = ("the group's own tombstone: the offset-expiry sweep removed the group, empty and with all "
+                       "its offsets expired")
+
+
 def _tombstone_row(gid: str, record: GroupRecord, at: datetime | None, tp: tuple[str, int],
                    previous: tuple[int, int | None] | None, generation: int | None, members: int | None,
                    events: Sequence[CoordinatorEvent], group_tombstones: Sequence[datetime]) -> OffsetEventRow:
     near = _near(events, at, LOG_MATCH)
     deleting = [e for e in near if e.event_type in (ev.OFFSETS_DELETED, ev.GROUPS_DELETED) and _names_group(e, gid)]
-    expiring = [e for e in near if e.event_type == ev.OFFSETS_EXPIRED]
+    expiring = [e for e in near if _is_sweep(e, gid)]
     common = dict(topic=tp[0], partition=tp[1], at=at, record_offset=record.offset,
                   previous_offset=previous[0] if previous else None, generation=generation, group_members=members)
     if deleting:
         return _row(gid, DELETED, inferred=False, evidence=tuple(_evidence(e) for e in deleting),
                     explanation=f"deleted: {deleting[0].event_type} names the group", **common)
+    expire_timestamp = previous[1] if previous else -1
+    timed_out = (expire_timestamp is not None and expire_timestamp > 0 and record.timestamp is not None
+                 and record.timestamp >= expire_timestamp)
+    if expiring:
+        # Before the group's tombstone: the sweep writes the group's tombstone with its last offsets'.
+        return _row(gid, EXPIRED, inferred=False, evidence=tuple(_evidence(e) for e in expiring),
+                    explanation=("expired: the commit's expire timestamp had passed" if timed_out
+                                 else "expired: an offset-expiry sweep logged at the same time"), **common)
     if at is not None and any(abs(t - at) <= TOMBSTONE_MATCH for t in group_tombstones):
         return _row(gid, DELETED, explanation="deleted with the group (the group's tombstone is written with it)",
                     **common)
-    expire_timestamp = previous[1] if previous else -1
-    if expire_timestamp is not None and expire_timestamp > 0 and record.timestamp is not None \
-            and record.timestamp >= expire_timestamp:
-        return _row(gid, EXPIRED, inferred=False, evidence=tuple(_evidence(e) for e in expiring),
-                    explanation="expired: the commit's expire timestamp had passed", **common)
-    if expiring:
-        return _row(gid, EXPIRED, inferred=False, evidence=tuple(_evidence(e) for e in expiring),
-                    explanation="expired: an offset-expiry sweep logged at the same time", **common)
+    if timed_out:
+        return _row(gid, EXPIRED, inferred=False, explanation="expired: the commit's expire timestamp had passed",
+                    **common)
     return _row(gid, EXPIRED, explanation=(
         "tombstone with no deletion seen: retention expiry is the usual source (a topic deletion looks the same "
         "without its log line)"), **common)
