@@ -32,6 +32,7 @@ from coordinator_core.history.model import (
     STALLED,
     STATIC_RESTART,
     UNKNOWN_CAUSE,
+    CoordinatorLoad,
     Evidence,
     GenerationMember,
     GenerationRow,
@@ -49,7 +50,8 @@ __all__ = [
     "CLASSIC", "CLIENT_REJOIN", "CONSUMER", "CREATED", "DELETED", "EMPTY", "EXPIRED", "GROUP_CREATED",
     "GROUP_DELETED", "MISSING",
     "NEVER_COMPLETED", "NON_MEMBER_COMMIT", "REWIND", "STABLE", "STALLED", "STATIC_RESTART", "UNKNOWN_CAUSE",
-    "Evidence", "GenerationMember", "GenerationRow", "GroupRecord", "MemberIdChange", "OffsetEventRow",
+    "CoordinatorLoad", "Evidence", "GenerationMember", "GenerationRow", "GroupRecord", "MemberIdChange",
+    "OffsetEventRow",
     "Partition", "PartitionMove", "StoredGroupMetadata", "group_history", "group_record_from_row", "offset_history",
     "schema_ddl", "schema_fields", "stored_member", "to_dict",
 ]

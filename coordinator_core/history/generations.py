@@ -33,12 +33,15 @@ from coordinator_core.history.classic import (
     members_from_logs,
     restore_same_generation,
 )
-from coordinator_core.history.consumer import CONSUMER_GROUP_KINDS, ConsumerGroupReader, drafts_from_consumer_logs
+from coordinator_core.history.consumer import CONSUMER_GROUP_KINDS, drafts_from_consumer_logs
 from coordinator_core.history.inputs import (
     GroupRecord,
     as_events,
     as_group_records,
+    attribute_to_groups,
     committed_topic_ids,
+    member_groups,
+    member_scoped,
     millis_between,
     record_time,
 )
@@ -56,6 +59,7 @@ from coordinator_core.history.model import (
     NEVER_COMPLETED,
     STATIC_RESTART,
     UNKNOWN_CAUSE,
+    CoordinatorLoad,
     GenerationMember,
     GenerationRow,
     MemberIdChange,
@@ -143,7 +147,7 @@ def fold_generations(
     gid = state.group_id or group_id or _group_of(new_records, events)
     state.group_id = gid
     # --- new events: the group's own, in a deterministic order; too late ones counted ---------------------
-    fresh = _events_of(gid, as_events(events), state.offsets_partitions)
+    fresh = _events_of(gid, _attributed(gid, as_events(events), new_records, state), state.offsets_partitions)
     late = 0
     if state.events_floor is not None:
         floor = state.events_floor - EVENT_SLACK
@@ -275,8 +279,23 @@ def _events_of(group_id: str | None, events: list[CoordinatorEvent], partitions:
     ``partitions`` (the ones seen so far) is updated."""
     own = [e for e in events if e.group_id == group_id]
     partitions.update(e.offsets_partition for e in own if e.offsets_partition is not None)
-    return [e for e in events if e.group_id == group_id or (e.group_id is None and (
+    return [e for e in events if e.group_id == group_id or (e.group_id is None and not member_scoped(e) and (
         not partitions or e.offsets_partition is None or e.offsets_partition in partitions))]
+
+
+def _attributed(group_id: str | None, events: list[CoordinatorEvent], records: Sequence[GroupRecord],
+                state: GenerationState) -> list[CoordinatorEvent]:
+    """Member-scoped lines that name no group (``inputs.member_scoped``), given to this group when their member
+    id is one of its members (in its records, its carried drafts or its own lines); the nightly job attributes
+    them before the fold (jobs/history.py), against the whole cluster, and this does the same for direct
+    callers. The others stay group-less and ``_events_of`` leaves them out."""
+    if group_id is None or not any(member_scoped(e) for e in events):
+        return events
+    pairs = [(m.member_id, group_id) for r in records if r.record.kind == "group_metadata" and r.record.value
+             is not None for m in (getattr(r.record.value, "members", None) or ())]
+    pairs += [(m.member_id, group_id) for d in (*state.classic_tail, *state.reader.drafts) for m in d.members or ()]
+    own = [e for e in (*state.events, *events) if e.group_id == group_id]
+    return attribute_to_groups(events, member_groups(own, pairs))[0]
 
 
 def _group_of(records: Sequence[Any], events: Iterable[CoordinatorEvent]) -> str | None:
@@ -440,6 +459,7 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
     """The rows of ``drafts``, continuing from ``context``; also the context as it stands before draft
     ``snapshot_at`` (where the next run's tail starts)."""
     static_events = [e for e in events if e.event_type in (ev.STATIC_MEMBER_REPLACED, ev.CG_STATIC_MEMBER_REPLACED)]
+    loads = [e for e in events if e.event_type == ev.GROUP_LOADED and e.group_id == group_id and e.timestamp]
     explaining_events = cz.ExplainingEvents(events)
     rows: list[GenerationRow] = []
     base_index = -1
@@ -597,11 +617,24 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
             from_logs=d.from_logs,
             record_offset=d.first_offset,
             record_count=d.record_count,
+            coordinator_loads=_loads_in_force(d, loads),
         ))
         reported.extend((c.old_member_id, c.new_member_id) for c in changes)
         if d.members is not None and d.outcome not in (NEVER_COMPLETED, MISSING):
             base, base_index = d, i
     return rows, snapshot
+
+
+def _loads_in_force(d: Draft, loads: Sequence[CoordinatorEvent]) -> tuple[CoordinatorLoad, ...]:
+    """The group loads logged from the start of ``d``'s round (its first known time) until the next round
+    started: rows follow each other, so each load lands in one row, the one in force when it happened."""
+    begin = d.started_at or d.stabilized_at or d.stored_at
+    if begin is None or not loads:
+        return ()
+    return tuple(CoordinatorLoad(e.broker_id, e.timestamp, e.offsets_partition, e.coordinator_epoch, e.cause_class,
+                                 e.source, e.line_number)
+                 for e in loads if e.timestamp is not None and begin <= e.timestamp
+                 and (d.ended_at is None or e.timestamp < d.ended_at))
 
 
 def _latest(a: datetime | None, b: datetime | None) -> datetime | None:

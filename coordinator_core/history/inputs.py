@@ -7,6 +7,7 @@ Callers pass ``GroupRecord`` values (or plain ``(offset, timestamp_ms, record)``
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
@@ -69,3 +70,47 @@ def millis_between(start: datetime | None, end: datetime | None) -> int | None:
     if start is None or end is None:
         return None
     return round((end - start).total_seconds() * 1000)
+
+
+def member_scoped(event: CoordinatorEvent) -> bool:
+    """A line about one member that names no group (e.g. the classic coordinator's "Request memberId=... for
+    static member ... is fenced by ..." from ClassicGroup.validateMember): its group is found by member id."""
+    return event.group_id is None and event.member_id is not None
+
+
+def member_groups(events: Iterable[CoordinatorEvent] = (), records: Iterable[tuple[str, str]] = ()
+                  ) -> dict[str, str]:
+    """member id -> group from the lines that name both (member and related member) and from
+    ``(member_id, group_id)`` pairs the records give (GroupMetadata members). Member ids are unique per
+    cluster (client id + UUID, or a UUID); should one ever appear under two groups, the smallest group id
+    wins, so the answer does not depend on input order."""
+    out: dict[str, str] = {}
+
+    def note(member: str | None, group: str | None) -> None:
+        if member and group and (member not in out or group < out[member]):
+            out[member] = group
+
+    for e in events:
+        if e.group_id is not None:
+            note(e.member_id, e.group_id)
+            note(e.related_member_id, e.group_id)
+    for member, group in records:
+        note(member, group)
+    return out
+
+
+def attribute_to_groups(events: Iterable[CoordinatorEvent], groups: dict[str, str]
+                        ) -> tuple[list[CoordinatorEvent], int]:
+    """Events with the group filled in on member-scoped group-less lines whose member id (else related
+    member id) ``groups`` knows; also how many such lines stayed group-less (kept, not dropped)."""
+    out: list[CoordinatorEvent] = []
+    unattributed = 0
+    for e in events:
+        if member_scoped(e):
+            group = groups.get(e.member_id or "") or groups.get(e.related_member_id or "")
+            if group is not None:
+                e = dataclasses.replace(e, group_id=group)
+            else:
+                unattributed += 1
+        out.append(e)
+    return out, unattributed

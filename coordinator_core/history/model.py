@@ -150,6 +150,21 @@ class Evidence:
     message: str | None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class CoordinatorLoad:
+    """A coordinator loading the group from its ``__consumer_offsets`` partition ("Loaded classic group ...",
+    "Loading group metadata for ..."): a failover to another replica, or the same broker after a restart.
+    ``broker_id`` is the broker that logged the load (the new coordinator)."""
+
+    broker_id: int | None
+    at: datetime | None
+    offsets_partition: int | None
+    coordinator_epoch: int | None
+    cause_class: str | None
+    source: str | None
+    line_number: int | None
+
+
 # ---------------------------------------------------------------------------------------------------
 # Rows
 
@@ -214,6 +229,10 @@ class GenerationRow:
     from_logs: bool
     record_offset: int | None
     record_count: int
+    #: Coordinator loads of the group while this generation was in force (a coordinator failover, or a
+    #: restart): Kafka loads a stable group as it was, with no rebalance, so this is where the move is told;
+    #: ``cause`` is untouched (the load did not start a rebalance). Last, so older tables gain it as a column.
+    coordinator_loads: tuple[CoordinatorLoad, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 import coordinator_core as cc
-from coordinator_core.history import GroupRecord, group_history
+from coordinator_core.history import EXPIRED, GROUP_DELETED, GroupRecord, group_history, offset_history
+from coordinator_core.history.offsets import EXPLAIN_GROUP_SWEPT
 from coordinator_core.logs import CoordinatorEvent, read_log_lines
 from coordinator_core.logs import events as ev
 from tests.kafka_testbed.cluster import KafkaCluster
@@ -170,6 +171,13 @@ def test_failover_moves_the_group_and_its_generations_continue(cluster_run: Clus
     cause_there = next(g["cause"] for g in scenario["generations"] if g["generation"] == first_after.generation)
     assert first_after.cause == expected_cause[cause_there]
     assert ev.COORDINATOR_FAILOVER in first_after.causes, (first_after.causes, first_after.evidence)
+    # The generation in force when the coordinator moved names the move (no rebalance of its own).
+    assert sorted(by_generation) == generations, "the failover made up a generation"
+    during = by_generation[failover["generation_before"]]
+    assert [(x.broker_id, x.offsets_partition, x.cause_class) for x in during.coordinator_loads] == [
+        (new, partition, ev.COORDINATOR_FAILOVER)], during.coordinator_loads
+    assert all(x.at is not None and x.at >= stopped_at for x in during.coordinator_loads)
+    assert [g for g, row in by_generation.items() if row.coordinator_loads] == [failover["generation_before"]]
 
 
 def test_expired_offsets_are_tombstoned_and_the_sweep_logged(cluster_run: ClusterRun) -> None:
@@ -194,6 +202,20 @@ def test_expired_offsets_are_tombstoned_and_the_sweep_logged(cluster_run: Cluste
     assert sweeps, "no 'Generated N tombstone records while cleaning up group metadata' line at the expiry"
     assert max(e.offsets_removed or 0 for e in sweeps) >= len(expiry["offsets"])
     assert all(e.cause_class == ev.OFFSETS_EXPIRED_OR_DELETED for e in sweeps)
+    # The offset history: each tombstone expired (not "deleted with the group", though the sweep wrote the
+    # group's tombstone in the same batch), the sweep line its evidence; the caller passes the group's lines
+    # and the cluster's group-less ones, as the Spark job does.
+    lines = [e for e in cluster_run.events() if e.group_id in (group, None)]
+    history = offset_history([GroupRecord(entry.offset, entry.timestamp, r) for entry, r in records], lines,
+                             group_id=group)
+    expired = {f"{r.topic}-{r.partition}": r for r in history if r.topic is not None}
+    assert {tp: r.previous_offset for tp, r in expired.items()} == expiry["offsets"]
+    assert {(r.kind, r.inferred) for r in expired.values()} == {(EXPIRED, False)}, [
+        (r.kind, r.explanation) for r in history]
+    assert all(r.evidence and {e.message for e in r.evidence} <= {e.message for e in sweeps}
+               for r in expired.values())
+    (group_row,) = [r for r in history if r.topic is None]
+    assert (group_row.kind, group_row.explanation) == (GROUP_DELETED, EXPLAIN_GROUP_SWEPT)
 
 
 def test_duplicate_instance_fences_the_old_static_member(cluster_run: ClusterRun) -> None:
@@ -206,12 +228,22 @@ def test_duplicate_instance_fences_the_old_static_member(cluster_run: ClusterRun
     assert any(e.related_member_id == fenced["fenced_member_id"] and e.group_instance_id == fenced["group_instance_id"]
                for e in replaced), replaced
     # Kafka's fencing line (ClassicGroup.validateMember) names the member ids and the instance id, not the
-    # group: the parser leaves its group_id empty, so it is found by the (unique) member ids.
+    # group: the parser leaves its group_id empty; the history finds its group by the (unique) member ids.
     fences = [e for e in cluster_run.events() if e.event_type == ev.STATIC_MEMBER_FENCED]
     assert any(e.member_id == fenced["fenced_member_id"] and e.related_member_id == fenced["by_member_id"]
-               and e.group_instance_id == fenced["group_instance_id"] for e in fences), fences
-    # No new generation: the coordinator rewrote the generation's record with the newcomer's member id.
+               and e.group_instance_id == fenced["group_instance_id"] and e.group_id is None for e in fences), fences
     node = next(iter(cluster_run.copies))
+    records = _group_records(cluster_run, node, group)
+    rows = {row.generation: row for row in group_history(
+        [GroupRecord(entry.offset, entry.timestamp, r, None) for entry, r in records], cluster_run.events(),
+        group_id=group)}
+    # The fencing made no generation; the next rebalance has it among its causes, with the line as evidence.
+    assert sorted(rows) == [g["generation"] for g in scenario["generations"]]
+    next_round = rows[fenced["generation"] + 1]
+    assert ev.STATIC_MEMBER_FENCED_CAUSE in next_round.causes, (next_round.causes, next_round.evidence)
+    assert any(e.event_type == ev.STATIC_MEMBER_FENCED and e.member_id == fenced["fenced_member_id"]
+               for e in next_round.evidence)
+    # No new generation: the coordinator rewrote the generation's record with the newcomer's member id.
     values = [r.value for _, r in _group_records(cluster_run, node, group)
               if r.value is not None and hasattr(r.value, "members") and r.value.generation == fenced["generation"]]
     ids = [{m.group_instance_id: m.member_id for m in v.members} for v in values]
