@@ -44,6 +44,7 @@ from pyspark.sql import types as T
 from coordinator_core.history.consumer import CONSUMER_GROUP_KINDS
 from coordinator_core.history.inputs import ABORTED
 from coordinator_core.history.model import DELETED, EXPIRED, GROUP_DELETED, NON_MEMBER_COMMIT, REWIND, STALLED
+from coordinator_core.history.offsets import EXPLAIN_GROUP_SWEPT
 from coordinator_core.logs import events as ev
 from jobs.common.delta_io import Tables
 from jobs.common.group_state import clear_state, merge_state
@@ -185,25 +186,40 @@ def consumer_group_fold_records(consumer_group_records: DataFrame) -> DataFrame:
         member_id=F.when(record_kind == "consumer_group_member_metadata", F.col("member_id"))))
 
 
-def evidence_events(coordinator_events: DataFrame) -> DataFrame:
-    """The deletion and expiry log lines that name a group: all the oracle reads of the logs. The job gives
-    each group the events whose group_id is the group's; the source is the file path, else the log source."""
+def _evidence_columns() -> list[Column | str]:
     source = F.coalesce(F.when(F.length("path") > 0, F.col("path")), F.col("log_source"))
+    return ["file_id", "line_number", "event_type", F.col("timestamp").alias("at"), "member_id", "cause_class",
+            "reason", source.alias("source"), "message"]
+
+
+def evidence_events(coordinator_events: DataFrame) -> DataFrame:
+    """The deletion and expiry log lines that name a group. The job gives each group the events whose
+    group_id is the group's; the source is the file path, else the log source."""
     return (coordinator_events
             .where(F.col("group_id").isNotNull() & F.col("timestamp").isNotNull()
                    & F.col("event_type").isin(*EVIDENCE_TYPES))
-            .select("cluster", "group_id", "file_id", "line_number", "event_type", F.col("timestamp").alias("at"),
-                    "member_id", "cause_class", "reason", source.alias("source"), "message"))
+            .select("cluster", "group_id", *_evidence_columns()))
+
+
+def sweep_events(coordinator_events: DataFrame) -> DataFrame:
+    """The coordinator's group-less offset-expiry sweep lines that removed something (3.x "Removed N expired
+    offsets", 4.x "Generated N tombstone records while cleaning up group metadata", logged after every check,
+    N = 0 too): evidence for any tombstone of the cluster within 5 s (`offsets._is_sweep`)."""
+    return (coordinator_events
+            .where(F.col("group_id").isNull() & F.col("timestamp").isNotNull()
+                   & (F.col("event_type") == ev.OFFSETS_EXPIRED) & (F.col("offsets_removed") > 0))
+            .select("cluster", *_evidence_columns()))
 
 
 @dataclass(frozen=True)
 class RunInputs:
     """The run's new rows: fold records (new ones, and commits of carried tails whose transaction was
-    decided since), and deletion/expiry log lines."""
+    decided since), deletion/expiry log lines naming a group, and group-less expiry sweep lines."""
 
     records: DataFrame
     outcome_updates: DataFrame
     events: DataFrame
+    sweeps: DataFrame
 
 
 def _empty(tables: Tables, schema: T.StructType) -> DataFrame:
@@ -270,8 +286,28 @@ def read_run_inputs(tables: Tables, since: Mapping[str, int] | None, versions: M
     events = _appended(tables, COORDINATOR_EVENTS, after(COORDINATOR_EVENTS), versions[COORDINATOR_EVENTS.name])
     event_schema = T.StructType([T.StructField("cluster", T.StringType()),
                                  T.StructField("group_id", T.StringType()), *OFFSETS_EVENT.fields])
+    sweep_schema = T.StructType([T.StructField("cluster", T.StringType()), *OFFSETS_EVENT.fields])
     return RunInputs(records, updates,
-                     evidence_events(events) if events is not None else _empty(tables, event_schema))
+                     evidence_events(events) if events is not None else _empty(tables, event_schema),
+                     sweep_events(events) if events is not None else _empty(tables, sweep_schema))
+
+
+def sweeps_near(tables: Tables, version: int, tombstones: DataFrame) -> DataFrame:
+    """The sweep lines (`sweep_events`) of coordinator_events at `version` that may lie within 5 s of
+    `tombstones`: read by cluster (the table's partitions) and by each cluster's time span (file
+    statistics), as a sweep line may be archived before, with or after its tombstones."""
+    spans = (tombstones.where(F.col("timestamp_ms").isNotNull()).groupBy("cluster")
+             .agg(F.min("timestamp_ms").alias("lo"), F.max("timestamp_ms").alias("hi")).collect())
+    schema = T.StructType([T.StructField("cluster", T.StringType()), *OFFSETS_EVENT.fields])
+    if not spans or version < 0:
+        return _empty(tables, schema)
+    condition = None
+    for span in spans:
+        term = ((F.col("cluster") == span["cluster"])
+                & (F.col("timestamp") >= F.timestamp_millis(F.lit(span["lo"] - LOG_MATCH_MS)))
+                & (F.col("timestamp") <= F.timestamp_millis(F.lit(span["hi"] + LOG_MATCH_MS))))
+        condition = term if condition is None else condition | term
+    return sweep_events(tables.read(COORDINATOR_EVENTS, version=version).where(condition))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -601,21 +637,28 @@ _EXPLAIN_NO_DELETION = ("tombstone with no deletion seen: retention expiry is th
 _EXPLAIN_GROUP_DELETED = "the group's own tombstone: the group was deleted"
 
 
-def classify_tombstones(tombstones: DataFrame, events: DataFrame, group_tombstones: DataFrame) -> DataFrame:
+def classify_tombstones(tombstones: DataFrame, events: DataFrame, group_tombstones: DataFrame,
+                        sweeps: DataFrame | None = None) -> DataFrame:
     """Tombstones (OFFSETS_TOMBSTONE inputs) with kind, inferred, explanation and evidence, as the oracle's
-    `_tombstone_row` and group-deletion row give them: log lines within 5 s (offset/group deletions naming
-    the group, then expiry sweeps), the group's own tombstone within 1 s, the v1 expire timestamp."""
-    near = (tombstones.where(F.col("timestamp_ms").isNotNull()).alias("t")
-            .join(events.alias("e"), on=GROUP_KEY, how="inner")
-            .where(F.abs(F.unix_micros("e.at") - F.col("t.timestamp_ms") * 1000) <= LOG_MATCH_MS * 1000))
-    evidence = F.struct("e.event_type", "e.at", "e.member_id", "e.cause_class", "e.reason", "e.source",
-                        "e.line_number", "e.message")
-    is_group = F.col("t.topic").isNull()
-    deleting = F.when(is_group, F.col("e.event_type").isin(ev.GROUPS_DELETED, ev.GROUP_DEAD)).otherwise(
-        F.col("e.event_type").isin(ev.OFFSETS_DELETED, ev.GROUPS_DELETED))
-    expiring = ~is_group & (F.col("e.event_type") == ev.OFFSETS_EXPIRED)
-    order = F.struct(F.col("e.at"), F.col("e.file_id"), F.col("e.line_number"))
-    by_tombstone = [*GROUP_KEY, F.col("t.record_offset").alias("record_offset")]
+    `_tombstone_row` and `_group_tombstone_row` give them: log lines within 5 s (offset/group deletions naming
+    the group, then expiry sweeps: lines naming the group, and the cluster's group-less `sweeps`), the
+    group's own tombstone within 1 s, the v1 expire timestamp."""
+    timed = tombstones.where(F.col("timestamp_ms").isNotNull()).alias("t")
+    within = F.abs(F.unix_micros("e.at") - F.col("t.timestamp_ms") * 1000) <= LOG_MATCH_MS * 1000
+    near = timed.join(events.alias("e"), on=GROUP_KEY, how="inner").where(within)
+    if sweeps is not None:
+        swept = (timed.join(sweeps.alias("e"), on="cluster", how="inner").where(within)
+                 .select(*near.columns))
+        near = near.unionByName(swept)
+    # (unqualified names from here: the union has no t/e aliases, and the sides share no column name)
+    evidence = F.struct("event_type", "at", "member_id", "cause_class", "reason", "source",
+                        "line_number", "message")
+    is_group = F.col("topic").isNull()
+    deleting = F.when(is_group, F.col("event_type").isin(ev.GROUPS_DELETED, ev.GROUP_DEAD)).otherwise(
+        F.col("event_type").isin(ev.OFFSETS_DELETED, ev.GROUPS_DELETED))
+    expiring = F.col("event_type") == ev.OFFSETS_EXPIRED
+    order = F.struct(F.col("at"), F.col("file_id"), F.col("line_number"))
+    by_tombstone = [*GROUP_KEY, "record_offset"]
 
     def in_time_order(condition: Column) -> Column:
         items = F.collect_list(F.when(condition, F.struct(order.alias("k"), evidence.alias("v"))))
@@ -637,21 +680,23 @@ def classify_tombstones(tombstones: DataFrame, events: DataFrame, group_tombston
     timed_out = F.coalesce((F.col("previous_expire_ms") > 0) & (F.col("timestamp_ms") >= F.col("previous_expire_ms")),
                            F.lit(False))
     group = F.col("topic").isNull()
+    with_group = F.coalesce("_with_group", F.lit(False))
+    # An expiry sweep comes before the group's tombstone: the sweep writes the group's tombstone with the
+    # last offsets' when it empties the group.
     kind = (F.when(group, F.lit(GROUP_DELETED)).when(has_deleting, F.lit(DELETED))
-            .when(F.coalesce("_with_group", F.lit(False)), F.lit(DELETED)).otherwise(F.lit(EXPIRED)))
-    explanation = (F.when(group, F.lit(_EXPLAIN_GROUP_DELETED))
+            .when(has_expiring, F.lit(EXPIRED)).when(with_group, F.lit(DELETED)).otherwise(F.lit(EXPIRED)))
+    explanation = (F.when(group, F.when(~has_deleting & has_expiring, F.lit(EXPLAIN_GROUP_SWEPT))
+                          .otherwise(F.lit(_EXPLAIN_GROUP_DELETED)))
                    .when(has_deleting, F.concat(F.lit("deleted: "), F.col("_deleting")[0]["event_type"],
                                                 F.lit(" names the group")))
-                   .when(F.coalesce("_with_group", F.lit(False)), F.lit(_EXPLAIN_WITH_GROUP))
+                   .when(has_expiring, F.when(timed_out, F.lit(_EXPLAIN_EXPIRE_TIMESTAMP))
+                         .otherwise(F.lit(_EXPLAIN_SWEEP)))
+                   .when(with_group, F.lit(_EXPLAIN_WITH_GROUP))
                    .when(timed_out, F.lit(_EXPLAIN_EXPIRE_TIMESTAMP))
-                   .when(has_expiring, F.lit(_EXPLAIN_SWEEP))
                    .otherwise(F.lit(_EXPLAIN_NO_DELETION)))
-    evidence_out = (F.when(group | has_deleting, F.col("_deleting"))
-                    .when(F.coalesce("_with_group", F.lit(False)), F.array().cast(_EVIDENCE))
-                    .when(timed_out | has_expiring, F.col("_expiring"))
+    evidence_out = (F.when(has_deleting, F.col("_deleting")).when(has_expiring, F.col("_expiring"))
                     .otherwise(F.array().cast(_EVIDENCE)))
-    inferred = ~group & ~has_deleting & (F.coalesce("_with_group", F.lit(False))
-                                         | (~timed_out & ~has_expiring))
+    inferred = ~group & ~has_deleting & ~has_expiring & (with_group | ~timed_out)
     return (joined.withColumn("_kind", kind).withColumn("_explanation", explanation)
             .withColumn("_evidence", evidence_out).withColumn("_inferred", inferred)
             .drop("_deleting", "_expiring", "_with_group"))
@@ -828,14 +873,16 @@ def fold_offset_events(
 
     new_records = keep(inputs.records, "new_records", count=True)
     new_events = keep(inputs.events, "new_events", count=True)
+    new_sweeps = keep(inputs.sweeps, "new_sweeps", count=True)
     updates = keep(inputs.outcome_updates, "outcome_updates", count=True)
-    if not (sizes["new_records"] or sizes["new_events"] or sizes["outcome_updates"]):
+    if not (sizes["new_records"] or sizes["new_events"] or sizes["new_sweeps"] or sizes["outcome_updates"]):
         return nothing()
 
     # The state of the groups touched: new records or log lines, or a decided transaction in a carried
     # tail. group_state holds a row per group of the fleet: only the clusters with news are read.
     clusters = [r["cluster"] for r in new_records.select("cluster").unionByName(new_events.select("cluster"))
-                .unionByName(updates.select("cluster")).distinct().collect()]
+                .unionByName(new_sweeps.select("cluster")).unionByName(updates.select("cluster")).distinct()
+                .collect()]
     if _TRACE:
         log(f"  offset_events: state read for clusters {sorted(clusters)}")
     if since is None:   # a rebuild: every group starts from an empty state
@@ -850,8 +897,13 @@ def fold_offset_events(
                      .join(updates.drop("transaction_outcome"),
                            on=["cluster", "record_partition", "record_offset"], how="left_semi")
                      .select(*GROUP_KEY))
+    # A new group-less sweep line is late evidence for the settled tombstones of its cluster near it.
+    swept = (state.select(*GROUP_KEY, F.explode("offsets.tombstones.timestamp_ms").alias("timestamp_ms"))
+             .join(new_sweeps.select("cluster", "at"), on="cluster", how="inner")
+             .where(F.abs(F.unix_micros("at") - F.col("timestamp_ms") * 1000) <= LOG_MATCH_MS * 1000)
+             .select(*GROUP_KEY))
     touched = (new_records.select(*GROUP_KEY).unionByName(new_events.select(*GROUP_KEY))
-               .unionByName(decided_tails).distinct())
+               .unionByName(decided_tails).unionByName(swept).distinct())
     held = keep(state.join(touched, on=GROUP_KEY, how="left_semi"), "held",
                 count=True)
     tail = (_held_records(held)
@@ -880,7 +932,9 @@ def fold_offset_events(
                .withColumnRenamed("evidence_count", "_was_evidence").withColumn("_settled", F.lit(True)))
     tombstones = _tombstone_inputs(sequence, context).withColumn("_settled", F.lit(False)).unionByName(
         settled, allowMissingColumns=True)
-    classified = keep(classify_tombstones(tombstones, events, group_tombstones), "classified")
+    tombstones = keep(tombstones, "tombstones")
+    sweeps = keep(sweeps_near(tables, versions[COORDINATOR_EVENTS.name], tombstones), "sweeps")
+    classified = keep(classify_tombstones(tombstones, events, group_tombstones, sweeps), "classified")
     changed_settled = classified.where(F.col("_settled") & ~(
         (F.col("_kind") == F.col("_was_kind")) & (F.col("_explanation") == F.col("_was_explanation"))
         & (F.size("_evidence") == F.col("_was_evidence"))))
