@@ -274,6 +274,18 @@ GROUP_COLUMNS = (
 )
 
 
+#: columns added after warehouses were written: shown when the table has them (a nightly run adds them)
+OPTIONAL_GROUP_COLUMNS = ("coordinator_loads",)
+
+
+def _has_column(warehouse: Warehouse, table: str, column: str) -> bool:
+    from deltalake import DeltaTable
+
+    if table not in warehouse.names:
+        return False
+    return column in {f.name for f in DeltaTable(os.path.join(warehouse.location, table)).schema().fields}
+
+
 def group_timeline(warehouse: Warehouse, group_id: str, cluster: str | None, since: dt.datetime | None
                    ) -> list[dict[str, Any]]:
     """The group's generations, oldest first per cluster, each with its cause's evidence line."""
@@ -283,7 +295,8 @@ def group_timeline(warehouse: Warehouse, group_id: str, cluster: str | None, sin
         where.append(f"cluster = {_sql_string(cluster)}")
     if since:
         where.append(f"{at} >= {_sql_timestamp(since)}")
-    columns = ", ".join(f"{at} AS at" if c == "at" else c for c in GROUP_COLUMNS)
+    shown = GROUP_COLUMNS + tuple(c for c in OPTIONAL_GROUP_COLUMNS if _has_column(warehouse, "group_generations", c))
+    columns = ", ".join(f"{at} AS at" if c == "at" else c for c in shown)
     table = warehouse.query(
         f"SELECT {columns} FROM group_generations WHERE {' AND '.join(where)} "
         f"ORDER BY cluster, {at} ASC NULLS LAST, group_protocol, generation, record_offset",
@@ -370,6 +383,10 @@ def render_group(rows: Sequence[dict[str, Any]]) -> str:
                 detail.append(f"trigger   {g['trigger_member_id']}")
             for move in _moves_text(g["partitions_moved"] or []):
                 detail.append(f"moved     {move}")
+            for load in g.get("coordinator_loads") or []:
+                # Kafka loads a stable group as it was: the coordinator moved, no rebalance
+                detail.append(f"coordinator  loaded by broker {load['broker_id']} at {load['at']}"
+                              f" (__consumer_offsets-{load['offsets_partition']}, {load['cause_class']})")
             line = g["evidence_line"]
             if line and line["source"]:
                 detail.append(f"evidence  {os.path.basename(line['source'])}:{line['line_number']}  {line['message']}")

@@ -89,8 +89,89 @@ def new_group_records(tables: Tables, run: RunRange) -> DataFrame:
 
 
 def new_group_events(tables: Tables, run: RunRange) -> DataFrame:
-    """The run's new coordinator events that name a group."""
-    return run.new_rows(tables, COORDINATOR_EVENTS).where(F.col("group_id").isNotNull())
+    """The run's new coordinator events that name a group, with the member-scoped lines attributed (see
+    `attributed_events`)."""
+    return new_attributed_events(tables, run)[0]
+
+
+def _member_scoped(events: DataFrame) -> DataFrame:
+    """Lines about one member that name no group (coordinator_core.history.inputs.member_scoped), e.g. the
+    classic coordinator's "Request memberId=... for static member ... is fenced by ..."."""
+    return events.where(F.col("group_id").isNull() & F.col("member_id").isNotNull())
+
+
+def _member_groups(tables: Tables, versions: Mapping[str, int] | None, members: DataFrame) -> DataFrame:
+    """(cluster, member_id, group_id) for the member ids in `members` (cluster, member_id), from the tables as
+    they stood at `versions` (None: now): GroupMetadata members, and lines that name a group with a member
+    or related member. Member ids are unique per cluster; the smallest group id wins should one not be
+    (coordinator_core.history.inputs.member_groups does the same)."""
+    def at(spec: TableSpec) -> DataFrame:
+        return tables.read(spec, version=versions.get(spec.name, 0) if versions is not None else None)
+
+    from_records = (at(GROUP_METADATA).where(~F.col("is_tombstone") & F.col("member_ids").isNotNull())
+                    .select("cluster", "group_id", F.explode("member_ids").alias("member_id")))
+    from_lines = (at(COORDINATOR_EVENTS).where(F.col("group_id").isNotNull())
+                  .select("cluster", "group_id",
+                          F.explode(F.array("member_id", "related_member_id")).alias("member_id"))
+                  .where(F.col("member_id").isNotNull()))
+    return (from_records.unionByName(from_lines).join(F.broadcast(members), on=["cluster", "member_id"],
+                                                       how="left_semi")
+            .groupBy("cluster", "member_id").agg(F.min("group_id").alias("group_id")))
+
+
+def _attribute(scoped: DataFrame, groups: DataFrame) -> DataFrame:
+    """`scoped` with group_id from `groups` by member id, else by related member id (null when neither is
+    known)."""
+    by_member = groups.select(F.col("cluster").alias("_c1"), F.col("member_id").alias("_m"),
+                              F.col("group_id").alias("_g1"))
+    by_related = groups.select(F.col("cluster").alias("_c2"), F.col("member_id").alias("_r"),
+                               F.col("group_id").alias("_g2"))
+    columns = scoped.columns
+    return (scoped.join(by_member, (F.col("cluster") == F.col("_c1")) & (F.col("member_id") == F.col("_m")), "left")
+            .join(by_related, (F.col("cluster") == F.col("_c2")) & (F.col("related_member_id") == F.col("_r")),
+                  "left")
+            .withColumn("group_id", F.coalesce("_g1", "_g2")).select(*columns))
+
+
+def new_attributed_events(tables: Tables, run: RunRange) -> tuple[DataFrame, int]:
+    """The run's new coordinator events that name a group, and the member-scoped lines attributed to the group
+    their member id belongs to in the same cluster; also how many of the run's new member-scoped lines no
+    group claims (they stay group-less in coordinator_events, counted here, not dropped).
+
+    Done here, where log events meet groups, not in the logs stage: the member id of a line can be known
+    from an earlier night or only from a later one (its GroupMetadata record archived late, or the line
+    read before the record), and a broker-logs-only run has no records, only other lines naming the member
+    with its group. So each run looks the member ids up in everything archived so far, and also gives the
+    fold the older member-scoped lines that a member id new in this run now claims: whichever run brings
+    the line or its member id, the line reaches its group once, as one full run would give it."""
+    new = run.new_rows(tables, COORDINATOR_EVENTS)
+    named = new.where(F.col("group_id").isNotNull())
+    now_scoped = _member_scoped(tables.read(COORDINATOR_EVENTS, version=tables.version(COORDINATOR_EVENTS)))
+    if now_scoped.limit(1).count() == 0:
+        return named, 0
+    new_scoped = _member_scoped(new)
+    ids = (now_scoped.select("cluster", F.explode(F.array("member_id", "related_member_id")).alias("member_id"))
+           .where(F.col("member_id").isNotNull()).distinct())
+    now_groups = _member_groups(tables, None, ids).persist()
+    try:
+        fresh = _attribute(new_scoped, now_groups)
+        unattributed = fresh.where(F.col("group_id").isNull()).count()
+        claimed = fresh.where(F.col("group_id").isNotNull())
+        if run.since is not None:
+            # Lines of earlier runs whose member id this run made known (or moved to another group).
+            since = run.since
+            old_scoped = _member_scoped(tables.read(COORDINATOR_EVENTS, version=since.get(COORDINATOR_EVENTS.name, 0)))
+            old_groups = _member_groups(tables, since, ids)
+            then = _attribute(old_scoped, old_groups).where(F.col("group_id").isNotNull())
+            newly = (_attribute(old_scoped, now_groups).where(F.col("group_id").isNotNull())
+                     .join(then.select("cluster", "file_id", "line_number", "group_id"),
+                           on=["cluster", "file_id", "line_number", "group_id"], how="left_anti"))
+            claimed = claimed.unionByName(newly)
+        # Materialised before the lookup is released: the fold reads it after this returns.
+        claimed = claimed.localCheckpoint()
+    finally:
+        now_groups.unpersist()
+    return named.unionByName(claimed), int(unattributed)
 
 
 def new_topic_names(tables: Tables, run: RunRange) -> dict[str, dict[str, str]]:
@@ -168,19 +249,22 @@ class GenerationsResult:
     #: the generation rows the run inserted or amended (group_generations columns + `_deleted`), persisted:
     #: the caller unpersists it when the later stages are done with it
     changed: DataFrame
+    #: the run's new member-scoped log lines without a group (e.g. a static member fenced) whose member id no
+    #: group's records or lines name: kept group-less in coordinator_events, not in any history
+    events_unattributed: int = 0
 
 
 def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: float) -> GenerationsResult:
     """Continue every touched group's generation history with the run's new records and log events."""
     records = new_group_records(tables, run)
-    events = new_group_events(tables, run)
+    events, unattributed = new_attributed_events(tables, run)
     touched = records.select(*GROUP_KEY).unionByName(events.select(*GROUP_KEY)).distinct()
     # group_state holds a row per group of the fleet: only the clusters with news are read (partition
     # pruning), and a night with nothing new reads nothing more.
     clusters = [r["cluster"] for r in touched.select("cluster").distinct().collect()]
     if not clusters:
         no_rows = T.StructType([*GROUP_GENERATIONS.schema.fields, T.StructField("_deleted", T.BooleanType())])
-        return GenerationsResult(0, 0, 0, 0, 0, tables.spark.createDataFrame([], no_rows))
+        return GenerationsResult(0, 0, 0, 0, 0, tables.spark.createDataFrame([], no_rows), unattributed)
     state_version = tables.version(GROUP_STATE)
     held = (tables.read(GROUP_STATE, version=state_version)
             .where(F.col("cluster").isin(*clusters) & F.col("generations").isNotNull())
@@ -219,7 +303,7 @@ def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: fl
         return int(summary[name] or 0) if summary is not None else 0
 
     return GenerationsResult(count("groups"), count("written"), count("deleted"), count("late"), count("unreadable"),
-                             rows)
+                             rows, unattributed)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -87,6 +87,9 @@ GROUP_GENERATIONS = TableSpec(
         "cause_inferred": "True when no log line explained it and the cause was inferred from the records.",
         "evidence": "The coordinator log lines that explain the rebalance.",
         "record_offset": "Offset of the record that stored the generation; null when known from logs only.",
+        "coordinator_loads": "Coordinator loads of the group while this generation was in force (a failover to "
+                             "another broker, or a restart): broker, time, partition. No rebalance of their own; "
+                             "null in rows written before the column existed.",
     })]),
 )
 
