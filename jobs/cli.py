@@ -385,7 +385,8 @@ def render_group(rows: Sequence[dict[str, Any]]) -> str:
                 detail.append(f"moved     {move}")
             for load in g.get("coordinator_loads") or []:
                 # Kafka loads a stable group as it was: the coordinator moved, no rebalance
-                detail.append(f"coordinator  loaded by broker {load['broker_id']} at {load['at']}"
+                at = _utc_text(load["at"]) if isinstance(load["at"], dt.datetime) else load["at"]
+                detail.append(f"coordinator  loaded by broker {load['broker_id']} at {at}"
                               f" (__consumer_offsets-{load['offsets_partition']}, {load['cause_class']})")
             line = g["evidence_line"]
             if line and line["source"]:
