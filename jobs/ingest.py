@@ -35,6 +35,7 @@ from jobs.common.boundary import READ_ERROR, READ_ERROR_POSITION, read_segment_f
 from jobs.common.config import KafkaSource, SegmentSource
 from jobs.common.delta_io import Tables
 from jobs.common.progress import log, step
+from jobs.decode import per_partition_condition
 from schemas import HISTORY_GAPS, RAW_OFFSETS, REPLICA_CONFLICTS
 
 SEGMENT_PATH_PATTERN = r"__consumer_offsets-(\d+)/[^/]+\.log$"
@@ -544,6 +545,22 @@ def archive_epochs(raw_offsets: DataFrame) -> DataFrame:
         F.min(F.coalesce("batch_base_offset", "offset")).alias("start"), F.max("offset").alias("last_offset"))
 
 
+def archived_from(raw_offsets: DataFrame, records: DataFrame) -> DataFrame:
+    """The archived rows a run's copies can meet: per partition read, those at or past the lowest offset read.
+
+    Copies are compared with the archive field by field (their digests), so the comparison must not read
+    the whole archive every night: what a run reads is the retained log (or, from Kafka, what follows the
+    watermark), and an archived row below the lowest offset read cannot share an offset with any copy. The
+    bounds are written as literals (one condition per partition), so Delta skips the files whose offset
+    statistics lie below them and the archive's age does not enter a night's cost.
+    """
+    lowest = {(r["cluster"], r["partition"]): f"offset >= {int(r['lowest'])}"
+              for r in records.groupBy(*POSITION).agg(F.min("offset").alias("lowest")).collect()}
+    if not lowest:
+        return raw_offsets.limit(0)
+    return raw_offsets.where(per_partition_condition(lowest))
+
+
 def _archive(
     tables: Tables, records: DataFrame, first_available: DataFrame, run_id: str, started_at: dt.datetime,
     checkpoints: Sequence[tuple[str, int, int, int, str]] = (),
@@ -560,7 +577,7 @@ def _archive(
     if result.history_gaps:
         tables.insert_if_absent(HISTORY_GAPS, gaps.select(*HISTORY_GAPS.column_names))
     ends = epoch_ends(tables.spark, epoch_evidence(records, epochs, checkpoints))
-    decided = reconcile_copies(records, raw, ends).persist(StorageLevel.MEMORY_AND_DISK)
+    decided = reconcile_copies(records, archived_from(raw, records), ends).persist(StorageLevel.MEMORY_AND_DISK)
     # Quarantine first, then archive: a run that dies in between leaves the quarantine rows (recorded
     # once: keyed by the copy's digest) and the next run archives the winners, deciding the same way.
     conflicts = (replica_conflict_rows(decided, run_id, started_at)

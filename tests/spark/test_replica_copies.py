@@ -401,3 +401,18 @@ def test_a_run_that_dies_between_the_quarantine_and_the_archive_is_completed_by_
     assert (after["ingest"]["records_archived"], after["ingest"]["replica_conflicts"]) == (49, 0)
     assert sorted(archived(tables)) == list(range(0, 49))
     assert [(q["offset"], q["reason"]) for q in conflicts(tables)] == [(o, TRUNCATED) for o in range(DIVERGENCE, 41)]
+
+
+def test_copies_meet_only_the_archived_rows_at_or_past_the_lowest_offset_read(spark: SparkSession) -> None:
+    """A night compares its copies with the archive near them, not with the whole archive: per partition read,
+    the archived rows from its lowest offset read; partitions it did not read, none."""
+    from jobs.ingest import archived_from
+
+    archived = spark.createDataFrame(
+        [("c1", 0, o) for o in range(10)] + [("c1", 1, o) for o in range(10)] + [("c2", 0, o) for o in range(10)],
+        "cluster string, partition int, offset long")
+    read = spark.createDataFrame([("c1", 0, 7), ("c1", 0, 12), ("c2", 0, 3)],
+                                 "cluster string, partition int, offset long")
+    near = sorted(tuple(r) for r in archived_from(archived, read).collect())
+    assert near == [("c1", 0, 7), ("c1", 0, 8), ("c1", 0, 9)] + [("c2", 0, o) for o in range(3, 10)]
+    assert archived_from(archived, read.limit(0)).count() == 0
