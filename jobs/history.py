@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -100,17 +100,20 @@ def _member_scoped(events: DataFrame) -> DataFrame:
     return events.where(F.col("group_id").isNull() & F.col("member_id").isNotNull())
 
 
-def _member_groups(tables: Tables, versions: Mapping[str, int] | None, members: DataFrame) -> DataFrame:
+def _member_groups(tables: Tables, versions: Mapping[str, int] | None, members: DataFrame,
+                   near: _Near) -> DataFrame:
     """(cluster, member_id, group_id) for the member ids in `members` (cluster, member_id), from the tables as
     they stood at `versions` (None: now): GroupMetadata members, and lines that name a group with a member
-    or related member. Member ids are unique per cluster; the smallest group id wins should one not be
-    (coordinator_core.history.inputs.member_groups does the same)."""
-    def at(spec: TableSpec) -> DataFrame:
-        return tables.read(spec, version=versions.get(spec.name, 0) if versions is not None else None)
+    or related member, read `near` the run's news. Member ids are unique per cluster; the smallest group
+    id wins should one not be (coordinator_core.history.inputs.member_groups does the same)."""
+    def at(spec: TableSpec, time_column: str) -> DataFrame:
+        rows = tables.read(spec, version=versions.get(spec.name, 0) if versions is not None else None)
+        return rows.where(near.condition(time_column))
 
-    from_records = (at(GROUP_METADATA).where(~F.col("is_tombstone") & F.col("member_ids").isNotNull())
+    from_records = (at(GROUP_METADATA, "record_timestamp")
+                    .where(~F.col("is_tombstone") & F.col("member_ids").isNotNull())
                     .select("cluster", "group_id", F.explode("member_ids").alias("member_id")))
-    from_lines = (at(COORDINATOR_EVENTS).where(F.col("group_id").isNotNull())
+    from_lines = (at(COORDINATOR_EVENTS, "timestamp").where(F.col("group_id").isNotNull())
                   .select("cluster", "group_id",
                           F.explode(F.array("member_id", "related_member_id")).alias("member_id"))
                   .where(F.col("member_id").isNotNull()))
@@ -133,7 +136,34 @@ def _attribute(scoped: DataFrame, groups: DataFrame) -> DataFrame:
             .withColumn("group_id", F.coalesce("_g1", "_g2")).select(*columns))
 
 
-def new_attributed_events(tables: Tables, run: RunRange) -> tuple[DataFrame, int]:
+@dataclass(frozen=True)
+class _Near:
+    """Where a run's member lookups read: the clusters with news (the tables' partition column) and, within
+    them, rows no older than `reopen_hours` twice over before the run's oldest new row (file statistics on the
+    time columns skip older files). A line older than that could not amend a generation anyway (the reopen
+    horizon), so what a night reads follows its new rows, not the archive's age."""
+
+    clusters: tuple[str, ...]
+    since: dt.datetime | None
+
+    def condition(self, time_column: str) -> Column:
+        in_clusters = F.col("cluster").isin(*self.clusters)
+        if self.since is None:
+            return in_clusters
+        return in_clusters & (F.col(time_column).isNull() | (F.col(time_column) >= F.lit(self.since)))
+
+
+def _near(new_events: DataFrame, new_records: DataFrame, reopen_hours: float) -> _Near:
+    rows = (new_events.select("cluster", F.col("timestamp").alias("at"))
+            .unionByName(new_records.select("cluster", F.timestamp_millis("timestamp_ms").alias("at")))
+            .groupBy("cluster").agg(F.min("at").alias("oldest")).collect())
+    oldest = [r["oldest"] for r in rows if r["oldest"] is not None]
+    since = min(oldest) - dt.timedelta(hours=2 * reopen_hours) if oldest else None
+    return _Near(tuple(sorted(r["cluster"] for r in rows)), since)
+
+
+def new_attributed_events(tables: Tables, run: RunRange, new_records: DataFrame | None = None,
+                          reopen_hours: float = 48.0) -> tuple[DataFrame, int]:
     """The run's new coordinator events that name a group, and the member-scoped lines attributed to the group
     their member id belongs to in the same cluster; also how many of the run's new member-scoped lines no
     group claims (they stay group-less in coordinator_events, counted here, not dropped).
@@ -146,13 +176,17 @@ def new_attributed_events(tables: Tables, run: RunRange) -> tuple[DataFrame, int
     the line or its member id, the line reaches its group once, as one full run would give it."""
     new = run.new_rows(tables, COORDINATOR_EVENTS)
     named = new.where(F.col("group_id").isNotNull())
-    now_scoped = _member_scoped(tables.read(COORDINATOR_EVENTS, version=tables.version(COORDINATOR_EVENTS)))
+    near = _near(new, new_records if new_records is not None else new_group_records(tables, run), reopen_hours)
+    if not near.clusters:
+        return named, 0
+    now_scoped = _member_scoped(tables.read(COORDINATOR_EVENTS, version=tables.version(COORDINATOR_EVENTS))
+                                .where(near.condition("timestamp")))
     if now_scoped.limit(1).count() == 0:
         return named, 0
     new_scoped = _member_scoped(new)
     ids = (now_scoped.select("cluster", F.explode(F.array("member_id", "related_member_id")).alias("member_id"))
            .where(F.col("member_id").isNotNull()).distinct())
-    now_groups = _member_groups(tables, None, ids).persist()
+    now_groups = _member_groups(tables, None, ids, near).persist()
     try:
         fresh = _attribute(new_scoped, now_groups)
         unattributed = fresh.where(F.col("group_id").isNull()).count()
@@ -160,8 +194,9 @@ def new_attributed_events(tables: Tables, run: RunRange) -> tuple[DataFrame, int
         if run.since is not None:
             # Lines of earlier runs whose member id this run made known (or moved to another group).
             since = run.since
-            old_scoped = _member_scoped(tables.read(COORDINATOR_EVENTS, version=since.get(COORDINATOR_EVENTS.name, 0)))
-            old_groups = _member_groups(tables, since, ids)
+            old_scoped = _member_scoped(tables.read(COORDINATOR_EVENTS, version=since.get(COORDINATOR_EVENTS.name, 0))
+                                        .where(near.condition("timestamp")))
+            old_groups = _member_groups(tables, since, ids, near)
             then = _attribute(old_scoped, old_groups).where(F.col("group_id").isNotNull())
             newly = (_attribute(old_scoped, now_groups).where(F.col("group_id").isNotNull())
                      .join(then.select("cluster", "file_id", "line_number", "group_id"),
@@ -257,7 +292,7 @@ class GenerationsResult:
 def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: float) -> GenerationsResult:
     """Continue every touched group's generation history with the run's new records and log events."""
     records = new_group_records(tables, run)
-    events, unattributed = new_attributed_events(tables, run)
+    events, unattributed = new_attributed_events(tables, run, records, reopen_hours)
     touched = records.select(*GROUP_KEY).unionByName(events.select(*GROUP_KEY)).distinct()
     # group_state holds a row per group of the fleet: only the clusters with news are read (partition
     # pruning), and a night with nothing new reads nothing more.
