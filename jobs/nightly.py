@@ -211,6 +211,10 @@ def _history_stage(ctx: RunContext) -> None:
                                     stall_min_commits=history.stall_min_commits, stall_min_ms=history.stall_min_ms)
     late = (f"; {generations.late_events} log lines older than [history] reopen_hours not applied"
             if generations.late_events else "")
+    if generations.events_unattributed:
+        late += (f"; {generations.events_unattributed} new member log lines name no group and no group's records or "
+                 "lines name their member id yet (kept group-less in coordinator_events; a later run that names the "
+                 "member hands them to its group)")
     if generations.records_unreadable:
         late += (f"; {generations.records_unreadable} group records whose stored record_json could not be read "
                  "back left out (rows kept in consumer_group_records; a rebuild after the decode stage is re-run "
