@@ -3,11 +3,14 @@
 A worker takes whole units, never single tests: every test module is one unit (its module-scoped Spark
 driver starts once, on one worker), and the whole of `tests/integration` is one unit, because its Kafka
 broker and the scenarios run against it are package-scoped (two workers would each start a broker and
-replay every scenario). Units are handed out longest first, so the long property and crash tests do not
-start last and leave one core idle at the end. Without xdist (`-p no:xdist`, or `-n 0`) nothing changes.
+replay every scenario). Units are handed out longest first (a scheduler of our own), so the long property
+and crash tests do not start last and leave one core idle at the end. Without xdist (`-p no:xdist`, or
+`-n 0`) nothing changes.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -36,9 +39,25 @@ def _rank(unit: str) -> int:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist: one `xdist_group` per unit (read by `--dist loadgroup`), longest units first."""
+    """Under xdist: one `xdist_group` per unit (read by `--dist loadgroup`)."""
     if not hasattr(config, "workerinput"):  # only xdist's workers collect; a plain run is left as it is
         return
     for item in items:
         item.add_marker(pytest.mark.xdist_group(_unit(item.nodeid)))
-    items.sort(key=lambda item: _rank(_unit(item.nodeid)))  # stable: order inside a unit is kept
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup`, handing out the longest units first. xdist itself orders units by their number of
+    tests, which puts the few long property and crash tests last, on one core, at the end of the run."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class LongestFirst(LoadGroupScheduling):
+        def _assign_work_unit(self, node: Any) -> None:
+            for unit in sorted(self.workqueue, key=_rank, reverse=True):
+                if _rank(unit) < len(LONGEST_FIRST):
+                    self.workqueue.move_to_end(unit, last=False)
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)
