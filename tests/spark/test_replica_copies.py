@@ -352,7 +352,6 @@ def test_a_warehouse_from_before_the_leader_epoch_column_gains_it(spark: SparkSe
 THREE_BROKERS = SAMPLE.parent / "kafka-4.3.1-3brokers"
 
 
-@pytest.mark.skipif(not THREE_BROKERS.is_dir(), reason="the three-broker sample is not in this checkout")
 def test_the_three_broker_sample_is_archived_once_per_offset(spark: SparkSession, tmp_path: Path) -> None:
     """Each broker's own copy of every partition (RF 3, leader epochs 0 and 1 after the failover): the
     copies agree, so every offset is archived once, with the batch leader epoch Kafka's tool prints."""
