@@ -107,7 +107,10 @@ def test_inline_configs_naming_paths_that_do_not_exist_still_parse() -> None:
 
 def test_the_shipped_configs_load() -> None:
     local = load_config(PROJECT_ROOT / "conf" / "local.toml", check_paths=True)
-    assert len(local.sources.logs) == 4
+    # one broker and one clients source per single-broker sample; three brokers and clients for the 3-broker one
+    assert sorted((s.cluster, s.source) for s in local.sources.logs) == sorted(
+        [(c, s) for c in ("kafka-4.3.1", "kafka-3.9.1") for s in ("broker-1", "clients")]
+        + [("kafka-4.3.1-3brokers", s) for s in ("broker-1", "broker-2", "broker-3", "clients")])
     # The cluster example names paths of a real cluster: it parses, and only its paths fail here.
     example = load_config(PROJECT_ROOT / "conf" / "cluster.example.toml")
     assert example.sources.logs[0].zone == "Europe/Berlin"
