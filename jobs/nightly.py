@@ -50,7 +50,8 @@ from jobs.decode import (
     group_metadata_lacks_members,
     run_decode,
 )
-from jobs.history import RunRange, run_generations
+from jobs.history.inputs import RunRange
+from jobs.history.stage import run_generations
 from jobs.ingest import IngestResult, run_ingest_kafka, run_ingest_segments
 from jobs.logs import LogsResult, run_logs
 from jobs.maintenance import run_maintenance

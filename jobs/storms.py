@@ -26,8 +26,8 @@ from coordinator_core.storms import REBALANCE_OUTCOMES as _OUTCOMES
 from coordinator_core.storms import StormThresholds
 from jobs.common.delta_io import Tables
 from jobs.common.group_state import clear_state, merge_state, read_state
+from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
 from jobs.common.progress import step
-from jobs.history import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
 from schemas._spec import TableSpec
 from schemas.gold import GROUP_GENERATIONS, REBALANCE_STORMS
 

@@ -29,8 +29,8 @@ from pyspark.sql import types as T
 
 from jobs.common.delta_io import Tables
 from jobs.common.group_state import clear_state, merge_state
+from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
 from jobs.common.progress import step
-from jobs.history import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
 from jobs.storms import (
     DEFAULT_REOPEN_HOURS,
     changed_rows_and_removed_keys,

@@ -13,9 +13,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.common.delta_io import Tables, cluster_partitions
+from jobs.common.per_group import GROUP_KEY
 from schemas.state import GROUP_STATE
-
-GROUP_KEY = ["cluster", "group_id"]
 
 
 def read_state(tables: Tables, groups: DataFrame, columns: Sequence[str]) -> DataFrame:

@@ -85,7 +85,7 @@ def _core_rows(tables: Tables, group: str) -> dict[int, Any]:
     copies agree, test_multibroker checks it) and the log lines the logs stage stored (every group's, and
     the group-less ones: the core attributes them itself; the logs stage holds back a file's last entry
     until the file grows, so the files themselves are not the same input)."""
-    from jobs.history import _events
+    from jobs.history.fold import _events
 
     node = 1
     records = []
@@ -222,7 +222,7 @@ def test_a_line_whose_member_id_a_later_night_names_reaches_the_group_then(spark
                                                                            tmp_path: Path) -> None:
     """Night 1 has the fencing line alone (no group); night 2 the line naming its member with the group:
     night 2 gives the fold night 1's line, with the group; a night with nothing new gives nothing twice."""
-    from jobs.history import RunRange, new_attributed_events
+    from jobs.history.inputs import RunRange, new_attributed_events
 
     (fenced,) = _scenarios()["static-member-fenced"]["fenced_members"]
     group = _scenarios()["static-member-fenced"]["group_id"]

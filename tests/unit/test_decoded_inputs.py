@@ -147,7 +147,7 @@ def test_the_generation_fold_counts_a_row_it_cannot_read_back_and_folds_the_othe
     and counted in the fold's state row (`_unreadable`, summed into the run's summary); its neighbours fold."""
     import pandas as pd
 
-    from jobs.history import FOLD_RECORD_COLUMNS, _fold_fn
+    from jobs.history.fold import FOLD_RECORD_COLUMNS, _fold_fn
 
     good = [cc.encode_record(Record(3, m.GroupIdKey("g"), 0, m.ConsumerGroupMetadataValue(1, 2))),
             cc.encode_record(Record(3, m.GroupIdKey("g"), 0, m.ConsumerGroupMetadataValue(2, 2)))]

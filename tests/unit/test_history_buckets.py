@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 from pyspark.sql import types as T
 
-from jobs.history import _bucketed
+from jobs.common.per_group import _bucketed
 from schemas._spec import TableSpec
 
 SPEC = TableSpec(
