@@ -196,10 +196,16 @@ def _validity(valid: np.ndarray) -> pa.Buffer | None:
     return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
+def _numpy_dtype(typ: pa.DataType) -> np.dtype[Any]:
+    """The numpy dtype of a fixed-width Arrow type. Not ``typ.to_pandas_dtype()``: that imports pandas, which
+    the core does not depend on (`pip install .` installs no pandas)."""
+    return pa.array([], typ).to_numpy(zero_copy_only=False).dtype  # type: ignore[no-any-return]
+
+
 def _fixed_column(
     typ: pa.DataType, values: np.ndarray, valid: np.ndarray, slow_rows: np.ndarray, slow_values: list[Any]
 ) -> pa.Array:
-    values = values.astype(typ.to_pandas_dtype())
+    values = values.astype(_numpy_dtype(typ))
     if len(slow_rows):
         values[slow_rows] = [0 if x is None else x for x in slow_values]
         valid[slow_rows] = [x is not None for x in slow_values]
@@ -298,7 +304,7 @@ class _Spread:
             if pa.types.is_list(typ):
                 return pa.Array.from_buffers(typ, n, buffers, children=[small.values])
             return pa.Array.from_buffers(typ, n, [*buffers, small.buffers()[2]])
-        values = np.zeros(n, typ.to_pandas_dtype())
+        values = np.zeros(n, _numpy_dtype(typ))
         values[self.rows] = (small.fill_null(0) if small.null_count else small).to_numpy(zero_copy_only=False)
         buffers.append(pa.py_buffer(np.packbits(values, bitorder="little") if pa.types.is_boolean(typ) else values))
         return pa.Array.from_buffers(typ, n, buffers)
