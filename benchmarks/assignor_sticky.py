@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from coordinator_core.assignors import MemberSubscription, assign  # noqa: E402
 from coordinator_core.assignors.userdata import encode_sticky_user_data  # noqa: E402
-from tests.oracle.assignor_jvm import case_json, classpath  # noqa: E402
+from jvm_oracle.assignors import case_json, classpath  # noqa: E402
 
 
 def scenario(members: int, partitions: int, churn: bool, seed: int = 7) -> list[MemberSubscription]:

@@ -23,10 +23,10 @@ import pytest
 
 import coordinator_core as cc
 from coordinator_core import messages as m
+from jvm_oracle.harness import ROOT, run_java
 from tests.kafka_testbed.broker import KafkaBroker, java_command
 from tests.kafka_testbed.compare import compare_segment
 from tests.kafka_testbed.dumplog import dump_segments
-from tests.oracle.jvm import ROOT, run_java
 
 pytestmark = pytest.mark.integration
 

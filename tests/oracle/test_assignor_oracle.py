@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from coordinator_core.assignors import AssignorError, TopicPartition, assign, parse_kafka_version
-from tests.oracle.assignor_jvm import JAR_SETS, case_json, jars_available, run_batch
+from jvm_oracle.assignors import JAR_SETS, case_json, jars_available, run_batch
 from tests.oracle.random_cases import Case, features_of, random_case, rebalance_history
 
 pytestmark = pytest.mark.oracle

@@ -19,7 +19,7 @@ import pytest
 import coordinator_core as cc
 from coordinator_core import schema
 from coordinator_core.records import RECORD_TYPES
-from tests.oracle.jvm import ROOT, jar_dir, run_java
+from jvm_oracle.harness import ROOT, jar_dir, run_java
 
 pytestmark = pytest.mark.oracle
 

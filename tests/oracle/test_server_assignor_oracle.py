@@ -29,7 +29,7 @@ from coordinator_core.assignors import (
     assign_server_uniform,
     server_assignor_options,
 )
-from tests.oracle.jvm import ROOT, compile_sources, jar_dir
+from jvm_oracle.harness import ROOT, compile_sources, jar_dir
 from tests.oracle.server_random_cases import ServerCase, random_server_case
 
 pytestmark = pytest.mark.oracle

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from coordinator_core.assignors import MemberSubscription
-from tests.oracle.jvm import ROOT, compile_sources, jar_dir
+from jvm_oracle.harness import ROOT, compile_sources, jar_dir
 
 SOURCE_DIR = ROOT / "jvm" / "assignor-oracle" / "src" / "main" / "java"
 LEGACY_SOURCE_DIR = ROOT / "jvm" / "assignor-oracle-legacy" / "src" / "main" / "java"
