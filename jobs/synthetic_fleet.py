@@ -102,7 +102,8 @@ def fleet_groups(spec: FleetSpec, partition: int) -> list[_Group]:
         if partition_for(group_id, spec.partitions) != partition:
             continue
         rng = random.Random(f"{spec.seed}:group:{i}")
-        topics = [(f"{_TEAMS[rng.randrange(len(_TEAMS))]}-events-{rng.randrange(200):03d}", rng.choice((1, 3, 6, 12, 24)))
+        topics = [(f"{_TEAMS[rng.randrange(len(_TEAMS))]}-events-{rng.randrange(200):03d}",
+                   rng.choice((1, 3, 6, 12, 24)))
                   for _ in range(rng.choice((1, 1, 1, 2, 3)))]
         groups.append(
             _Group(
@@ -118,7 +119,8 @@ def fleet_groups(spec: FleetSpec, partition: int) -> list[_Group]:
             )
         )
     if not groups:  # a partition no generated group hashes to still gets traffic
-        groups.append(_Group(f"filler-{partition}", -1 - partition, "classic", [("filler-events", 3)], 3, 3, 1, "range", 2))
+        groups.append(
+            _Group(f"filler-{partition}", -1 - partition, "classic", [("filler-events", 3)], 3, 3, 1, "range", 2))
     return groups
 
 
@@ -186,10 +188,9 @@ def generate_partition(spec: FleetSpec, partition: int, start: int, end: int, ru
         OffsetCommitValue,
         ShareGroupMetadataValue,
     )
+    from jobs.common.boundary import arrow_schema
 
-    from jobs.common.boundary import _arrow_schema
-
-    schema = _arrow_schema(RAW_OFFSETS.schema)
+    schema = arrow_schema(RAW_OFFSETS.schema)
     rng = random.Random(f"{spec.seed}:partition:{partition}")
     groups = fleet_groups(spec, partition)
     out = _Emitter(spec, partition, start, end, run_id, ingested_us)
@@ -235,7 +236,8 @@ def generate_partition(spec: FleetSpec, partition: int, start: int, end: int, ru
                     instance_id=None, rack_id=None, client_id=m.split("-")[0], client_host="/10.0.0.1",
                     subscribed_topic_names=tuple(t for t, _ in g.topics), subscribed_topic_regex=None,
                     rebalance_timeout_ms=300000, server_assignor="uniform", classic_member_metadata=None)
-                records.append(cc.encode_record(cc.Record(5, GroupMemberKey(group_id=g.group_id, member_id=m), 0, value)))
+                member_key = GroupMemberKey(group_id=g.group_id, member_id=m)
+                records.append(cc.encode_record(cc.Record(5, member_key, 0, value)))
             return records
         v = g.protocol_version
         metadata_members = []
@@ -247,7 +249,8 @@ def generate_partition(spec: FleetSpec, partition: int, start: int, end: int, ru
                 rack_id=("rack-a" if i % 2 else "rack-b") if v >= 3 else None))
             assignment = cc.encode_assignment(Assignment(version=min(v, 3), partitions=assigned, user_data=None))
             metadata_members.append(MemberMetadata(
-                member_id=m, group_instance_id=f"{g.group_id}-pod-{i}" if g.index % 5 == 0 and g.metadata_version >= 3 else None,
+                member_id=m,
+                group_instance_id=f"{g.group_id}-pod-{i}" if g.index % 5 == 0 and g.metadata_version >= 3 else None,
                 client_id=f"{g.group_id}-client", client_host=f"/10.1.{g.index % 250}.{i}",
                 rebalance_timeout=300000 if g.metadata_version >= 1 else -1, session_timeout=45000,
                 subscription=subscription, assignment=assignment))
@@ -284,7 +287,8 @@ def generate_partition(spec: FleetSpec, partition: int, start: int, end: int, ru
         r = rng.random()
         if g.generation == 0 or r < spec.rebalance_rate:
             if g.generation > 0 and rng.random() < 0.002 and g.kind == "classic":  # group deleted
-                out.batch([(cc.encode_record(cc.Record(2, GroupMetadataKey(group=g.group_id), None, None))[0], None)], now)
+                tombstone_key = cc.encode_record(cc.Record(2, GroupMetadataKey(group=g.group_id), None, None))[0]
+                out.batch([(tombstone_key, None)], now)
                 g.generation = 0
                 continue
             out.batch(rebalance(g), now)
@@ -343,7 +347,8 @@ def fleet_records(spark: SparkSession, spec: FleetSpec, ranges: list[tuple[int, 
 
     def generate(batches: Iterator[Any]) -> Iterator[Any]:
         for batch in batches:
-            for partition, start, end in zip(*(batch.column(c).to_pylist() for c in ("partition", "start", "end"))):
+            columns = (batch.column(c).to_pylist() for c in ("partition", "start", "end"))
+            for partition, start, end in zip(*columns, strict=True):
                 yield from generate_partition(spec, partition, start, end, run_id, ingested_us)
 
     return plan.mapInArrow(generate, RAW_OFFSETS.schema)

@@ -52,7 +52,9 @@ def decoded_schema() -> T.StructType:
     return T.StructType(fields)
 
 
-def _arrow_schema(schema: T.StructType) -> Any:
+def arrow_schema(schema: T.StructType) -> Any:
+    """The Arrow schema Spark's Arrow exchange uses for a Spark schema (UTC timestamps, 32-bit offsets): the
+    batches a Python function hands back to Spark must match it exactly."""
     return to_arrow_schema(schema, timestamp_utc=True, prefers_large_types=False)
 
 
@@ -154,7 +156,7 @@ def _decode_batches_fn(
 
         import coordinator_core
 
-        arrow_out = _arrow_schema(out_schema)
+        arrow_out = arrow_schema(out_schema)
         decoded_arrow = pa.schema([arrow_out.field(n) for n in renamed])
         seen = DecodeSideOutput()
         for batch in batches:
@@ -249,7 +251,7 @@ def _read_segments_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[Any
 
         import coordinator_core
 
-        arrow_out = _arrow_schema(out_schema)
+        arrow_out = arrow_schema(out_schema)
         names = [f.name for f in out_schema.fields]
 
         def flush(rows: dict[str, list[Any]]) -> Any:
