@@ -25,7 +25,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+import jobs.cli.warehouse
 from jobs import cli
+from jobs.cli.warehouse import CliError, parse_since
 from jobs.common.config import (
     PROJECT_ROOT,
     LogSource,
@@ -363,13 +365,13 @@ def test_the_installed_command_starts_no_jvm(warehouse: Path) -> None:
 
 def test_since_accepts_dates_times_and_ages() -> None:
     now = dt.datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
-    assert cli.parse_since("7d", now) == dt.datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-    assert cli.parse_since("24h", now) == dt.datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
-    assert cli.parse_since("90m", now) == dt.datetime(2026, 11, 27, 10, 30, tzinfo=UTC)
-    assert cli.parse_since("2026-11-21") == dt.datetime(2026, 11, 21, tzinfo=UTC)
-    assert cli.parse_since("2026-11-21 05:53") == dt.datetime(2026, 11, 21, 5, 53, tzinfo=UTC)
-    assert cli.parse_since("2026-11-21T05:53:15.5Z") == dt.datetime(2026, 11, 21, 5, 53, 15, 500000, tzinfo=UTC)
-    assert cli.parse_since("2026-11-21T07:53+02:00") == dt.datetime(2026, 11, 21, 5, 53, tzinfo=UTC)
-    with pytest.raises(cli.CliError, match="--since '7 days'"):
-        cli.parse_since("7 days")
-    assert doctest.testmod(cli).failed == 0  # the examples in parse_since's docstring
+    assert parse_since("7d", now) == dt.datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+    assert parse_since("24h", now) == dt.datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    assert parse_since("90m", now) == dt.datetime(2026, 11, 27, 10, 30, tzinfo=UTC)
+    assert parse_since("2026-11-21") == dt.datetime(2026, 11, 21, tzinfo=UTC)
+    assert parse_since("2026-11-21 05:53") == dt.datetime(2026, 11, 21, 5, 53, tzinfo=UTC)
+    assert parse_since("2026-11-21T05:53:15.5Z") == dt.datetime(2026, 11, 21, 5, 53, 15, 500000, tzinfo=UTC)
+    assert parse_since("2026-11-21T07:53+02:00") == dt.datetime(2026, 11, 21, 5, 53, tzinfo=UTC)
+    with pytest.raises(CliError, match="--since '7 days'"):
+        parse_since("7 days")
+    assert doctest.testmod(jobs.cli.warehouse).failed == 0  # the examples in parse_since's docstring
