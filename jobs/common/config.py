@@ -9,6 +9,11 @@ from environment variables (see `KafkaSource.options_env_prefix`).
 Every error is one line: `conf/x.toml: storms.min_rebalances must be 2 or more, found -5`. Parsing checks
 values only, so tests can build configs naming paths that do not exist; the jobs load their file with
 `load_job_config`, which also checks that the inputs are there (`check_config_paths`) before Spark starts.
+
+One module (~500 lines) on purpose: it is the schema of conf/*.toml, one dataclass per section in the order of
+conf/local.toml, and the loader (`_build`/`_convert`) that reads those dataclasses' annotations to parse and
+check every key. The section classes and the loader change together (a new key is a field here, nothing
+else), and cgh imports this module alone, without Spark.
 """
 
 from __future__ import annotations
@@ -433,7 +438,7 @@ def check_config_paths(config: Config) -> list[str]:
         local = [pattern for pattern in log.paths if "://" not in pattern]
         if len(local) < len(log.paths):
             continue  # an object-store source (see above): not listed here
-        # As jobs/logs.py lists them: files only, a directory matched by a glob is no log file.
+        # As jobs/logs/listing.py lists them: files only, a directory matched by a glob is no log file.
         if any(os.path.isfile(path) for pattern in local for path in glob.glob(pattern)):
             continue
         problem = (f"sources.logs[{i}].paths (cluster {log.cluster}, source {log.source}) match no file: "

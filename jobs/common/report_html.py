@@ -13,6 +13,10 @@ avoided). Every time is UTC and says so; a cause has one colour on the whole pag
 
 Which groups get a section is decided once (`shown_groups`): the job reads the generations of exactly
 those groups, and the page draws exactly those sections.
+
+One module (~490 lines) on purpose: it is one page. The sections share the page's cell helpers (escaping,
+tables, cause colours and anchors) and its stylesheet, and each is read beside the others it links to; split
+by section, those private helpers would become a public API used by nothing else.
 """
 
 from __future__ import annotations
