@@ -43,6 +43,7 @@ from coordinator_core.assignors import (
     encode_sticky_user_data,
 )
 from coordinator_core.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_member_protocol
+from coordinator_core.history.model import Partition, to_dict
 from coordinator_core.messages import GroupMetadataValue
 from coordinator_core.state_codec import dump_versioned, load_versioned
 
@@ -281,6 +282,54 @@ def _replay(generation: int, protocol_type: str | None, protocol: str | None, ha
         return result("not_replayable", "inputs_missing", first, (), counts, inferred)
     detail = "partition counts were inferred from the assignment" if inferred else None
     return result("mismatch", "unexplained", detail, first, counts, inferred)
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentReplayRow:
+    """One row of ``assignment_replay`` (less cluster; its columns are these fields, in this order): one
+    member of a replayed generation, or one row with member id ``''`` and no partitions when the generation
+    could not be replayed. ``match``: the member's recorded partitions equal the replayed ones."""
+
+    group_id: str
+    generation: int
+    record_offset: int
+    assignor: str
+    kafka_version: str
+    status: str
+    reason: str | None
+    detail: str | None
+    matching_version: str | None
+    partition_counts_inferred: bool
+    member_id: str
+    recorded_partitions: tuple[Partition, ...] | None
+    replayed_partitions: tuple[Partition, ...] | None
+    missing_partitions: tuple[Partition, ...] | None
+    extra_partitions: tuple[Partition, ...] | None
+    match: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+
+def _partitions(partitions: Iterable[TopicPartition]) -> tuple[Partition, ...]:
+    return tuple(Partition(t, int(p)) for t, p in partitions)
+
+
+def replay_rows(group_id: str, record_offset: int, replay: GenerationReplay) -> list[AssignmentReplayRow]:
+    """The ``assignment_replay`` rows of one generation's replay (stored by the record at `record_offset`):
+    one per member, or one with member id ``''`` when no member was replayed. The assignor column is the
+    generation's protocol (``''`` when it had none)."""
+    def row(member_id: str, m: MemberReplay | None) -> AssignmentReplayRow:
+        parts = (None, None, None, None) if m is None else (
+            _partitions(m.recorded), _partitions(m.replayed), _partitions(m.missing), _partitions(m.extra))
+        return AssignmentReplayRow(
+            group_id, replay.generation, record_offset, replay.protocol or "", replay.kafka_version, replay.status,
+            replay.reason, replay.detail, replay.matching_version, replay.partition_counts_inferred, member_id,
+            *parts, None if m is None else (not m.missing and not m.extra))
+
+    if not replay.members:
+        return [row("", None)]
+    return [row(m.member_id, m) for m in replay.members]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -577,7 +626,8 @@ class WhatIfGeneration:
 
 @dataclass(frozen=True)
 class WhatIfRow:
-    """One row of ``assignor_whatif`` (less cluster and group): a step of the replay."""
+    """One row of ``assignor_whatif`` less cluster and group_id (the group's key; a fold is one group's): a
+    step of the replay. The table's other columns are these fields, in this order."""
 
     generation: int
     assignor: str
@@ -592,6 +642,9 @@ class WhatIfRow:
     @property
     def key(self) -> WhatIfKey:
         return (self.generation, self.assignor, self.static_membership)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
 
 
 def _naive_utc(value: datetime | None) -> datetime | None:

@@ -45,6 +45,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from coordinator_core.advice import FAILURE_CAUSES, dominant_cause
+from coordinator_core.history.model import NOT_A_COLUMN
 from coordinator_core.state_codec import dump_versioned, load_versioned
 
 
@@ -118,7 +119,8 @@ class Rebalance:
 
 @dataclass(frozen=True)
 class Storm:
-    """One storm window of one group."""
+    """One storm window of one group: one row of ``rebalance_storms`` (its columns are these fields, in this
+    order, typed by ``coordinator_core.history.model.schema_fields``; ``generations`` is the fold's own)."""
 
     cluster: str
     group_id: str
@@ -135,7 +137,7 @@ class Storm:
     lockstep_id: str | None = None
     lockstep_groups: int = 0
     severity: float = 0.0
-    generations: tuple[int, ...] = field(default=(), repr=False)
+    generations: tuple[int, ...] = field(default=(), repr=False, metadata=NOT_A_COLUMN)
 
 
 def severity(rebalances: int, stalled_seconds: float, flapping_members: int, lockstep: bool) -> float:

@@ -1,8 +1,10 @@
 """Gold: what the records and logs mean - generation history, offset events, assignment replays, what-if
 replays and rebalance storms.
 
-The generation and offset-event tables take their columns from coordinator_core's row types
-(`schema_fields`), so the library's pure functions and the tables cannot drift apart; a test compares them.
+Every table takes its columns from a coordinator_core row type (`schema_fields`: GenerationRow,
+OffsetEventRow, AssignmentReplayRow, WhatIfRow, Storm), so the library's pure functions and the tables cannot
+drift apart; the comments and the non-null columns are declared here. tests/unit/test_gold_row_contracts.py
+and test_history_schema.py compare the result with the tables as they were written out by hand.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from pyspark.sql import types as T
 
 from coordinator_core.history import GenerationRow, OffsetEventRow
 from coordinator_core.history.model import schema_fields
+from coordinator_core.replay import AssignmentReplayRow, WhatIfRow
+from coordinator_core.storms import Storm
 from schemas._spec import TableSpec, column
 
 _SIMPLE: dict[str, T.DataType] = {
@@ -58,12 +62,16 @@ def _parse(text: str) -> tuple[T.DataType, str]:
     raise ValueError(f"unknown type at {text!r}")
 
 
-def _row_columns(row_type: type, comments: dict[str, str]) -> list[T.StructField]:
-    return [column(name, ddl_type(ddl), comments.get(name, "")) for name, ddl in schema_fields(row_type)]
+def _row_columns(row_type: type, comments: dict[str, str], not_null: tuple[str, ...] = ()) -> list[T.StructField]:
+    """The row type's columns with their comments; those in `not_null` are declared NOT NULL."""
+    unknown = set(not_null) - {name for name, _ in schema_fields(row_type)}
+    if unknown:
+        raise ValueError(f"{row_type.__name__} has no columns {sorted(unknown)}")
+    return [column(name, ddl_type(ddl), comments.get(name, ""), name not in not_null)
+            for name, ddl in schema_fields(row_type)]
 
 
 _CLUSTER = column("cluster", T.StringType(), "Kafka cluster name.", False)
-_TOPIC_PARTITION = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.LongType())])
 
 GROUP_GENERATIONS = TableSpec(
     name="group_generations",
@@ -116,26 +124,24 @@ ASSIGNMENT_REPLAY = TableSpec(
     ),
     grain=("cluster", "group_id", "generation", "record_offset", "assignor", "member_id"),
     partition_columns=("cluster",),
-    schema=T.StructType([
-        _CLUSTER,
-        column("group_id", T.StringType(), "Consumer group id.", False),
-        column("generation", T.LongType(), "Generation id.", False),
-        column("record_offset", T.LongType(), "Offset of the GroupMetadata record.", False),
-        column("assignor", T.StringType(), "The generation's protocol (assignor name).", False),
-        column("kafka_version", T.StringType(), "Kafka client version whose assignor was replayed."),
-        column("status", T.StringType(), "match, mismatch or not_replayable (for the whole generation)."),
-        column("reason", T.StringType(),
-               "custom_assignor, other_client_version, inputs_missing, not_consumer_protocol or unexplained."),
-        column("detail", T.StringType(), "Human-readable detail of the reason."),
-        column("matching_version", T.StringType(), "Client version whose assignor reproduces the record."),
-        column("partition_counts_inferred", T.BooleanType(), "Partition counts inferred from the assignment."),
-        column("member_id", T.StringType(), "Member id ('' when the generation could not be replayed).", False),
-        column("recorded_partitions", T.ArrayType(_TOPIC_PARTITION), "Partitions the leader stored."),
-        column("replayed_partitions", T.ArrayType(_TOPIC_PARTITION), "Partitions the replayed assignor gives."),
-        column("missing_partitions", T.ArrayType(_TOPIC_PARTITION), "Recorded but not replayed."),
-        column("extra_partitions", T.ArrayType(_TOPIC_PARTITION), "Replayed but not recorded."),
-        column("match", T.BooleanType(), "Recorded equals replayed for this member."),
-    ]),
+    schema=T.StructType([_CLUSTER, *_row_columns(AssignmentReplayRow, {
+        "group_id": "Consumer group id.",
+        "generation": "Generation id.",
+        "record_offset": "Offset of the GroupMetadata record.",
+        "assignor": "The generation's protocol (assignor name).",
+        "kafka_version": "Kafka client version whose assignor was replayed.",
+        "status": "match, mismatch or not_replayable (for the whole generation).",
+        "reason": "custom_assignor, other_client_version, inputs_missing, not_consumer_protocol or unexplained.",
+        "detail": "Human-readable detail of the reason.",
+        "matching_version": "Client version whose assignor reproduces the record.",
+        "partition_counts_inferred": "Partition counts inferred from the assignment.",
+        "member_id": "Member id ('' when the generation could not be replayed).",
+        "recorded_partitions": "Partitions the leader stored.",
+        "replayed_partitions": "Partitions the replayed assignor gives.",
+        "missing_partitions": "Recorded but not replayed.",
+        "extra_partitions": "Replayed but not recorded.",
+        "match": "Recorded equals replayed for this member.",
+    }, not_null=("group_id", "generation", "record_offset", "assignor", "member_id"))]),
 )
 
 ASSIGNOR_WHATIF = TableSpec(
@@ -147,22 +153,24 @@ ASSIGNOR_WHATIF = TableSpec(
     ),
     grain=("cluster", "group_id", "generation", "assignor", "static_membership"),
     partition_columns=("cluster",),
+    # WhatIfRow is a step of one group's replay: cluster and group_id are the group's key.
     schema=T.StructType([
         _CLUSTER,
         column("group_id", T.StringType(), "Consumer group id.", False),
-        column("generation", T.LongType(), "Generation replayed.", False),
-        column("assignor", T.StringType(), "Assignor the history was replayed under.", False),
-        column("static_membership", T.BooleanType(),
-               "True: restarts of the same client and host within the session timeout are absorbed, as "
-               "static members (group.instance.id) would be, so those rebalances do not happen.", False),
-        column("members", T.LongType(), "Members in the generation."),
-        column("partitions", T.LongType(), "Partitions assigned."),
-        column("partitions_moved", T.LongType(), "Partitions whose owner changed."),
-        column("balance", T.LongType(), "Max - min partitions per member."),
-        column("paused_partitions", T.LongType(),
-               "Partitions not consumed during the rebalance: all owned ones for eager protocols, moved ones "
-               "for cooperative."),
-        column("error", T.StringType(), "Why the step could not be replayed."),
+        *_row_columns(WhatIfRow, {
+            "generation": "Generation replayed.",
+            "assignor": "Assignor the history was replayed under.",
+            "static_membership": "True: restarts of the same client and host within the session timeout are "
+                                 "absorbed, as static members (group.instance.id) would be, so those rebalances "
+                                 "do not happen.",
+            "members": "Members in the generation.",
+            "partitions": "Partitions assigned.",
+            "partitions_moved": "Partitions whose owner changed.",
+            "balance": "Max - min partitions per member.",
+            "paused_partitions": "Partitions not consumed during the rebalance: all owned ones for eager "
+                                 "protocols, moved ones for cooperative.",
+            "error": "Why the step could not be replayed.",
+        }, not_null=("generation", "assignor", "static_membership")),
     ]),
 )
 
@@ -174,26 +182,24 @@ REBALANCE_STORMS = TableSpec(
     ),
     grain=("cluster", "group_id", "window_start"),
     partition_columns=("cluster",),
-    schema=T.StructType([
-        _CLUSTER,
-        column("group_id", T.StringType(), "Consumer group id.", False),
-        column("window_start", T.TimestampType(), "Start of the first rebalance of the storm (UTC).", False),
-        column("window_end", T.TimestampType(), "End of the last rebalance of the storm (UTC)."),
-        column("rebalances", T.LongType(), "Rebalances in the storm."),
-        column("first_generation", T.LongType(), "First generation of the storm."),
-        column("last_generation", T.LongType(), "Last generation of the storm."),
-        column("total_rebalance_seconds", T.DoubleType(), "Summed rebalance durations."),
-        column("stalled_seconds", T.DoubleType(),
-               "Time the group could not consume: all rebalance time for eager protocols, only rebalances that "
-               "revoked partitions for cooperative ones."),
-        column("dominant_cause", T.StringType(), "Most frequent cause."),
-        column("causes", T.MapType(T.StringType(), T.LongType()), "Rebalances per cause."),
-        column("flapping_members", T.ArrayType(T.StringType()),
-               "Members (instance id, or client id @ host) that joined again and again."),
-        column("lockstep_id", T.StringType(), "Shared id of storms of several groups that started together."),
-        column("lockstep_groups", T.LongType(), "Groups in the lock-step wave (0 when none)."),
-        column("severity", T.DoubleType(), "0-100; formula in coordinator_core/storms.py and the README."),
-    ]),
+    schema=T.StructType(_row_columns(Storm, {
+        "cluster": "Kafka cluster name.",
+        "group_id": "Consumer group id.",
+        "window_start": "Start of the first rebalance of the storm (UTC).",
+        "window_end": "End of the last rebalance of the storm (UTC).",
+        "rebalances": "Rebalances in the storm.",
+        "first_generation": "First generation of the storm.",
+        "last_generation": "Last generation of the storm.",
+        "total_rebalance_seconds": "Summed rebalance durations.",
+        "stalled_seconds": "Time the group could not consume: all rebalance time for eager protocols, only "
+                           "rebalances that revoked partitions for cooperative ones.",
+        "dominant_cause": "Most frequent cause.",
+        "causes": "Rebalances per cause.",
+        "flapping_members": "Members (instance id, or client id @ host) that joined again and again.",
+        "lockstep_id": "Shared id of storms of several groups that started together.",
+        "lockstep_groups": "Groups in the lock-step wave (0 when none).",
+        "severity": "0-100; formula in coordinator_core/storms.py and the README.",
+    }, not_null=("cluster", "group_id", "window_start"))),
 )
 
 GOLD_TABLES = (GROUP_GENERATIONS, OFFSET_EVENTS, ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, REBALANCE_STORMS)

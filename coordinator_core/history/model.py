@@ -6,7 +6,13 @@ dicts), which is what a pandas frame returned from ``applyInPandas`` holds; ``sc
 the matching Spark DDL string (``"group_id string, generation bigint, members array<struct<...>>"``)
 without importing pyspark, so the job can pass it to ``applyInPandas(fn, schema=...)`` and the
 ``schemas/`` contract can be checked against it. Integers are ``bigint`` throughout: generations, epochs
-and partitions fit in 32 bits, but one integer type keeps the shape rules trivial.
+and partitions fit in 32 bits, but one integer type keeps the shape rules trivial. Floats are ``double``,
+``dict[K, V]`` a ``map<K,V>``. A field declared with ``metadata=NOT_A_COLUMN`` is the producer's own
+bookkeeping: it is neither a column nor in ``to_dict()``.
+
+Other row types of the core (``coordinator_core.replay.AssignmentReplayRow``/``WhatIfRow``,
+``coordinator_core.storms.Storm``) follow the same rules, so ``schemas/gold.py`` derives every gold table's
+columns from them.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final, Union
 
@@ -291,12 +298,19 @@ class OffsetEventRow:
 # ---------------------------------------------------------------------------------------------------
 # Plain-Python shape
 
+#: ``dataclasses.field(metadata=NOT_A_COLUMN)``: a field the row carries for its producer, not a column.
+NOT_A_COLUMN: Final[Mapping[str, bool]] = types.MappingProxyType({"column": False})
+
+
+def _columns(row_type: Any) -> list[dataclasses.Field[Any]]:
+    return [f for f in dataclasses.fields(row_type) if f.metadata.get("column", True)]
+
 
 def to_dict(row: Any) -> dict[str, Any]:
     """A row (or nested struct) as plain values: tuples of structs become lists of dicts, tuples of
-    scalars lists."""
+    scalars lists. Fields that are not columns (``NOT_A_COLUMN``) are left out."""
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(row):
+    for f in _columns(row):
         out[f.name] = _plain(getattr(row, f.name))
     return out
 
@@ -309,7 +323,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-_SCALARS: Final[dict[Any, str]] = {str: "string", int: "bigint", bool: "boolean", datetime: "timestamp"}
+_SCALARS: Final[dict[Any, str]] = {str: "string", int: "bigint", bool: "boolean", float: "double",
+                                   datetime: "timestamp"}
 
 
 def _sql_type(hint: Any) -> str:
@@ -324,6 +339,9 @@ def _sql_type(hint: Any) -> str:
         if len(args) != 2 or args[1] is not Ellipsis:
             raise TypeError(f"only tuple[X, ...] is supported, not {hint!r}")
         return f"array<{_sql_type(args[0])}>"
+    if origin in (dict, Mapping):
+        key, value = typing.get_args(hint)
+        return f"map<{_sql_type(key)},{_sql_type(value)}>"
     if dataclasses.is_dataclass(hint):
         inner = ",".join(f"{name}:{t}" for name, t in schema_fields(hint))
         return f"struct<{inner}>"
@@ -333,9 +351,10 @@ def _sql_type(hint: Any) -> str:
 
 
 def schema_fields(row_type: Any) -> tuple[tuple[str, str], ...]:
-    """``(column name, Spark SQL type)`` per field of a row type, in field order."""
+    """``(column name, Spark SQL type)`` per field of a row type, in field order (``NOT_A_COLUMN`` fields
+    left out)."""
     hints = typing.get_type_hints(row_type)
-    return tuple((f.name, _sql_type(hints[f.name])) for f in dataclasses.fields(row_type))
+    return tuple((f.name, _sql_type(hints[f.name])) for f in _columns(row_type))
 
 
 def schema_ddl(row_type: Any) -> str:
