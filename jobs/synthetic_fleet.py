@@ -363,7 +363,7 @@ def offset_ranges(total: int, partitions: int, starts: dict[int, int] | None = N
 
 def write_fleet(tables: Any, spec: FleetSpec, records: int, append: bool, run_id: str | None = None) -> int:
     """Append `records` synthetic records to raw_offsets (continuing the archive when `append`)."""
-    from jobs.ingest import archive_watermarks
+    from jobs.ingest.replicas import archive_watermarks
 
     spark = tables.spark
     tables.ensure_database()

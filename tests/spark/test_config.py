@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from jobs.common.config import PROJECT_ROOT, ConfigError, KafkaSource, load_config, parse_config
 from jobs.common.session import LOCAL_GC_OPTION, spark_conf
-from jobs.ingest import kafka_options
+from jobs.ingest.kafka_source import kafka_options
 
 
 def test_local_default_loads_and_resolves_paths_against_the_project_root() -> None:
