@@ -5,7 +5,7 @@ catalogue rows one after another in Python. Here every step runs column-wise wit
 the envelope and the log-context prefix are split once per batch, the catalogue is indexed by each
 row's fixed leading text (``LineKind.literal_prefix``) and tried only on the entries whose first word
 fits it, and the fields are normalised column by column (the few non-trivial normalisations through the
-parser's own ``_normalise``, once per distinct value).
+parser's own ``normalise_field``, once per distinct value).
 
 The fast path takes the entries it can read exactly like the reference parser: single-line, printable
 ASCII (so that ``\\d``, ``\\s`` and ``\\w`` mean the same in RE2 and Python), in the stock log4j layout
@@ -26,8 +26,8 @@ from functools import lru_cache
 from typing import Any, Final
 
 import numpy as np
-import pyarrow as pa  # type: ignore[import-untyped]
-import pyarrow.compute as pc  # type: ignore[import-untyped]
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from coordinator_core.logs.catalogue import (
     COORDINATOR_LOGGERS,
@@ -37,6 +37,7 @@ from coordinator_core.logs.catalogue import (
     MESSAGE_PREFIXES,
     REASON_RULES,
     LineKind,
+    unnamed_groups,
 )
 from coordinator_core.logs.envelope import CONTAINER_PREFIXES, ENVELOPE_PATTERNS, zone_of
 from coordinator_core.logs.events import CoordinatorEvent
@@ -47,8 +48,8 @@ from coordinator_core.logs.parser import (
     UNPARSED_BELOW_INFO,
     UNRELATED,
     ParseOutcome,
-    _normalise,
     classify_log_entry,
+    normalise_field,
 )
 
 #: Columns of the result, after ``status``: every ``CoordinatorEvent`` field except ``source`` and
@@ -96,8 +97,7 @@ def _single_line(pattern: str) -> str:
 
 _LOG4J: Final = _single_line(_ENVELOPES["log4j"])
 _PYTHON_BRACKETED: Final = _single_line(_ENVELOPES["python_bracketed"])
-_JAVA_GROUP: Final = re.compile(r"[(][?]<[A-Za-z]\w*>")
-_CONTAINER_PREFIX: Final = "|".join("(?:" + _JAVA_GROUP.sub("(?:", p) + ")" for _, p in CONTAINER_PREFIXES)
+_CONTAINER_PREFIX: Final = "|".join("(?:" + unnamed_groups(p) + ")" for _, p in CONTAINER_PREFIXES)
 _TIMESTAMP_PARTS: Final = (
     r"^(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[ T](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
     r"(?:[,.](?P<frac>\d{1,9}))?(?P<zone>Z|[+-]\d{2}:?\d{2})?$"
@@ -385,7 +385,7 @@ def _normalised(group: str, captured: Any) -> tuple[Any, Any]:
                 pc.if_else(pc.less(values, 0), pa.scalar(None, pa.int64()), values),
             )
         return values, declined
-    return _map_distinct(_empty_to_null(text), lambda value: _normalise(group, value), pa.string()), declined
+    return _map_distinct(_empty_to_null(text), lambda value: normalise_field(group, value), pa.string()), declined
 
 
 def classify_log_entries(
@@ -447,7 +447,7 @@ class _FastBatch:
         self.n = len(texts)
         self.columns: dict[str, Any] = {}
 
-    def run(self) -> Any:
+    def run(self) -> Any:  # noqa: C901, PLR0912, PLR0915 - grandfathered: the batch's steps in one pass, to split later
         n, texts = self.n, self.texts
         nulls = {name: pa.nulls(n, _column_type(name)) for name in RESULT_SCHEMA.names}
         self.columns = dict(nulls)

@@ -1,10 +1,12 @@
 """The catalogue of coordinator log lines, declared as data.
 
 Every rebalance-relevant line Kafka writes is one ``LineKind``: its event type, the Kafka versions that
-write it, and a pattern with named fields. The Python parser and the Spark job read the same table, so a
-new Kafka version is a new row, not a new branch of code. Patterns use only syntax that ``java.util.regex``
-and Python's ``re`` read alike (the Spark job runs them in the JVM through ``rlike``/``regexp_extract``);
-named groups are written the Java way, ``(?<name>...)``, and ``python_pattern`` rewrites them for ``re``.
+write it, and a pattern with named fields. The reference parser (``parser.py``) and the column-wise
+classifier (``bulk.py``, which the logs stage runs in its scan tasks) read the same table, so a new Kafka
+version is a new row, not a new branch of code. Patterns use only syntax that Python's ``re`` and RE2 read
+alike: the parser runs ``python_pattern`` with ``re``, ``bulk`` runs it with Arrow's RE2 kernels (no pattern
+runs in the JVM). Named groups are written the Java way, ``(?<name>...)``, and ``python_pattern`` rewrites
+them to ``(?P<name>...)``, which both engines read.
 Java group names allow no underscore, so pattern fields are camelCase; ``EVENT_FIELD_OF_GROUP`` maps them
 onto the snake_case fields of ``CoordinatorEvent``.
 
@@ -116,6 +118,8 @@ EVENT_FIELD_OF_GROUP: Final[dict[str, str]] = {
 
 _PLACEHOLDER = re.compile(r"(?<!\\)\{([a-z_]+)\}")
 _JAVA_NAMED_GROUP = re.compile(r"\(\?<([A-Za-z][A-Za-z0-9]*)>")
+#: A named group, written the Java way ``(?<name>`` or Python's ``(?P<name>``.
+_ANY_NAMED_GROUP = re.compile(r"\(\?P?<[A-Za-z]\w*>")
 _LITERAL_ESCAPES = frozenset("\\.^$*+?()[]{}|/-'`=:,; <>#&%!\"@~")
 
 
@@ -131,6 +135,12 @@ def expand_template(template: str) -> str:
 def to_python_pattern(java_pattern: str) -> str:
     """Rewrites Java named groups ``(?<name>`` into Python's ``(?P<name>``; nothing else differs."""
     return _JAVA_NAMED_GROUP.sub(r"(?P<\1>", java_pattern)
+
+
+def unnamed_groups(java_pattern: str) -> str:
+    """A pattern with its named groups made plain ``(?:``, for RE2 and for alternations of several patterns
+    (one alternation may repeat a group name; RE2 and Python refuse that)."""
+    return _ANY_NAMED_GROUP.sub("(?:", java_pattern)
 
 
 def literal_prefix(template: str) -> str:

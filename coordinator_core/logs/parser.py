@@ -127,7 +127,7 @@ def parse_log_line(
     return classify_log_entry(line, source_zone=source_zone, broker_id=broker_id).event
 
 
-def classify_log_entry(
+def classify_log_entry(  # noqa: C901 - one step after another as the module docstring lists them, each may end the entry
     entry: str,
     *,
     source_zone: str | tzinfo = "UTC",
@@ -233,13 +233,21 @@ def _field_values(groups: dict[str, str | None]) -> dict[str, Any]:
         if text is None:
             continue
         name = EVENT_FIELD_OF_GROUP[group_name]
-        value = _normalise(group_name, text.strip())
+        value = normalise_field(group_name, text.strip())
         if value is not None or name not in values:
             values[name] = value
     return values
 
 
-def _normalise(group_name: str, text: str) -> Any:
+def normalise_field(group_name: str, text: str) -> Any:
+    """A captured pattern field (``group_name``, stripped ``text``) as the event field holds it.
+
+    Kafka renders some values differently by version and client: a coordinator's node id as
+    ``Integer.MAX_VALUE - id``, ``Some(x)``/``Optional[x]`` for an optional instance id, a leading ``/`` on
+    hosts, Scala/Java collection brackets, kafka-python's ``TopicPartition(...)`` sets, the group protocol
+    ``generic`` (older brokers' name of ``classic``). The reference parser and the column-wise classifier
+    (``bulk``) both normalise through this function, so the two read a field alike.
+    """
     if group_name == "coordinatorNodeId":
         node_id = int(text)
         if node_id >= 1 << 30:
