@@ -17,7 +17,9 @@ building the output arrays. Dictionary-encoding the keys (decoding each distinct
 and is slower: hashing 10k keys costs about half of what decoding all of them column-wise does, and the
 strings must still be gathered per row.
 
-This is the only coordinator_core module that imports pyarrow and numpy.
+Of coordinator_core's record decoding this is the only module that imports pyarrow and numpy (the package
+loads it lazily, on the first `decode_batch`); the log readers' column-wise paths in `coordinator_core.logs`
+use them too. The rest of the core is plain Python.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from coordinator_core import messages as m
+from coordinator_core import schema
 from coordinator_core.consumer_protocol import decode_member_protocol
 from coordinator_core.errors import DecodeError
 from coordinator_core.records import RECORD_TYPES, Record, decode_record, record_type_name
@@ -155,34 +158,116 @@ def _read(data: np.ndarray, dtype: np.dtype[Any], positions: np.ndarray) -> np.n
     return out
 
 
+# The offset-commit layouts, computed once from their declaration (messages.OFFSET_COMMIT_KEY and
+# OFFSET_COMMIT_VALUE): the fixed-width fields' positions and the lengths of the regular shapes, per value
+# version. The column-wise reads below assume the field order declared there; a declaration that no longer
+# has it fails here, at import, instead of decoding wrong values.
+_TYPE_SIZE = schema.INT16.size  # the int16 record type before a key, the int16 version before a value
+_STRING_LENGTH_SIZE = schema.INT16.size  # the length before a (non-flexible) string
+_COMPACT_LENGTH_SIZE = 1  # a compact string's uvarint length, for strings shorter than 127 bytes
+_TAGGED_COUNT_SIZE = 1  # the uvarint count of a flexible struct's tagged fields (0 or 1 here)
+
+
+def _shape(struct: schema.Struct) -> list[tuple[str, schema.FieldType]]:
+    return [(f.name, f.type) for f in struct.fields]
+
+
+if _shape(m.OFFSET_COMMIT_KEY) != [("group", schema.STRING), ("topic", schema.STRING), ("partition", schema.INT32)]:
+    raise ImportError(f"coordinator_core.batch: the fast path reads OffsetCommitKey as group, topic, partition; "
+                      f"it is declared as {_shape(m.OFFSET_COMMIT_KEY)}")
+if _shape(m.OFFSET_COMMIT_VALUE) != [("offset", schema.INT64), ("leader_epoch", schema.INT32),
+                                     ("metadata", schema.STRING), ("commit_timestamp", schema.INT64),
+                                     ("expire_timestamp", schema.INT64), ("topic_id", schema.UUID)]:
+    raise ImportError(f"coordinator_core.batch: the fast path reads OffsetCommitValue as offset, leader_epoch, "
+                      f"metadata, commit_timestamp, expire_timestamp, topic_id; it is declared as "
+                      f"{_shape(m.OFFSET_COMMIT_VALUE)}")
+
+_VALUE_FIELDS = {f.name: f for f in m.OFFSET_COMMIT_VALUE.fields}
+#: A key of the regular shape is this many bytes plus its group and topic: record type, two string lengths,
+#: the partition.
+_KEY_FIXED_LENGTH = _TYPE_SIZE + 2 * _STRING_LENGTH_SIZE + schema.INT32.size
+#: The first value version with a leader epoch (3), the first flexible one (4: compact metadata, tagged
+#: fields), the one with the topic id (4, under tag 0), and the highest (4).
+_EPOCH_SINCE = schema.Versions.parse(_VALUE_FIELDS["leader_epoch"].versions).low
+_FLEXIBLE_SINCE = schema.Versions.parse(m.OFFSET_COMMIT_VALUE.flexible_versions).low
+_TOPIC_ID_VERSION = schema.Versions.parse(_VALUE_FIELDS["topic_id"].versions).low
+#: The one value version with an expire timestamp (1).
+_EXPIRE_VERSION = schema.Versions.parse(_VALUE_FIELDS["expire_timestamp"].versions).low
+_HIGHEST_VERSION = m.OFFSET_COMMIT_VALUE.highest_version
+
+
+def _value_layout(version: int) -> tuple[int, int]:
+    """(where the metadata string starts, the value's length without the metadata) of an offset-commit value
+    of `version` in its regular shape: the version, the fields it has up to the metadata, the metadata's
+    length, the fields after it, and (flexible versions) an empty tagged section. Tagged fields (the topic
+    id) are not counted."""
+    flexible = m.OFFSET_COMMIT_VALUE.flexible_in(version)
+    at, metadata_start = _TYPE_SIZE, 0
+    for f in m.OFFSET_COMMIT_VALUE.fields:
+        if not f.present_in(version) or f.tag is not None:
+            continue
+        if f.type is schema.STRING:
+            at += _COMPACT_LENGTH_SIZE if flexible else _STRING_LENGTH_SIZE
+            metadata_start = at
+        elif isinstance(f.type, schema.Primitive):
+            at += f.type.size
+    return metadata_start, at + (_TAGGED_COUNT_SIZE if flexible else 0)
+
+
+def _big_endian(t: schema.Primitive) -> str:
+    return ">" + np.dtype(t.fmt).str[1:]
+
+
 _KEY_HEAD = np.dtype(
-    {"names": ["record_type", "group_length"], "formats": [">i2", ">i2"], "offsets": [0, 2], "itemsize": 4}
+    {
+        "names": ["record_type", "group_length"],
+        "formats": [_big_endian(schema.INT16), _big_endian(schema.INT16)],
+        "offsets": [0, _TYPE_SIZE],
+        "itemsize": _TYPE_SIZE + _STRING_LENGTH_SIZE,
+    }
 )
-_INT16 = np.dtype(">i2")
-_INT32 = np.dtype(">i4")
+_INT16 = np.dtype(_big_endian(schema.INT16))
+_INT32 = np.dtype(_big_endian(schema.INT32))
 # The first 16 bytes of an offset-commit value: version, offset, then either the metadata length (v0-v2,
 # the high half of word10) or the leader epoch (v3/v4, word10) followed by the metadata length (v3,
 # word14) or its compact uvarint (v4, the high byte of word14).
+_AFTER_OFFSET = _TYPE_SIZE + schema.INT64.size
+_AFTER_EPOCH = _AFTER_OFFSET + schema.INT32.size
 _VALUE_HEAD = np.dtype(
     {
         "names": ["version", "offset", "word10", "word14"],
-        "formats": [">i2", ">i8", ">i4", ">i2"],
-        "offsets": [0, 2, 10, 14],
-        "itemsize": 16,
+        "formats": [_big_endian(schema.INT16), _big_endian(schema.INT64), ">i4", ">i2"],
+        "offsets": [0, _TYPE_SIZE, _AFTER_OFFSET, _AFTER_EPOCH],
+        "itemsize": _AFTER_EPOCH + schema.INT16.size,
     }
 )
 # The 16 bytes after the metadata: commit timestamp, then the expire timestamp (v1) or, in v4, the tagged
 # fields count, tag and size (the top three bytes of word8).
 _VALUE_TAIL = np.dtype(
-    {"names": ["commit_timestamp", "word8"], "formats": [">i8", ">i8"], "offsets": [0, 8], "itemsize": 16}
+    {
+        "names": ["commit_timestamp", "word8"],
+        "formats": [_big_endian(schema.INT64), ">i8"],
+        "offsets": [0, schema.INT64.size],
+        "itemsize": schema.INT64.size + 8,
+    }
 )
-_UUID = np.dtype((np.uint8, 16))
+_UUID_SIZE = 16
+_UUID = np.dtype((np.uint8, _UUID_SIZE))
 
-# Per value version, indexed by clip(version, -1, 5) + 1: where the metadata string starts, and the value
-# length without the metadata (v4: without tagged fields). Versions outside 0-4 get a length no value has.
-_METADATA_START = np.array([0, 12, 12, 12, 16, 15, 0], np.int32)
-_FIXED_LENGTH = np.array([-(1 << 20), 20, 28, 20, 24, 24, -(1 << 20)], np.int32)
-_TOPIC_ID_TAG = 0x010010  # one tagged field, tag 0, 16 bytes: the v4 TopicId
+# Per value version, indexed by clip(version, -1, highest + 1) + 1: where the metadata string starts, and
+# the value length without the metadata (v4: without tagged fields). Versions outside 0-4 get a length no
+# value has.
+_LAYOUTS = [_value_layout(v) for v in range(_HIGHEST_VERSION + 1)]
+_NO_LENGTH = -(1 << 20)
+_METADATA_START = np.array([0] + [start for start, _ in _LAYOUTS] + [0], np.int32)
+_FIXED_LENGTH = np.array([_NO_LENGTH] + [length for _, length in _LAYOUTS] + [_NO_LENGTH], np.int32)
+# The v4 tagged section holding just the topic id: count 1, tag 0, size 16 (one byte each), then the uuid.
+_TOPIC_ID = _VALUE_FIELDS["topic_id"]
+if _TOPIC_ID.tag is None or _TOPIC_ID.type is not schema.UUID:
+    raise ImportError("coordinator_core.batch: the fast path reads OffsetCommitValue's topic_id as a tagged uuid")
+_TOPIC_ID_TAG = (1 << 16) | (_TOPIC_ID.tag << 8) | _UUID_SIZE
+_TOPIC_ID_FIELD_SIZE = 2 + _UUID_SIZE  # tag and size bytes, then the uuid
+_TOPIC_ID_AT = schema.INT64.size + _TAGGED_COUNT_SIZE + 2  # after the metadata: commit ts, count, tag, size
 _PAD = 32  # zero bytes after the value bytes: a 16-byte window at any position <= their length stays inside
 
 
@@ -365,36 +450,60 @@ def _kind_column(n: int, slow_rows: np.ndarray, slow_values: list[str]) -> pa.Ar
 # through decode_record
 
 
-def _decode_chunk(keys: pa.BinaryArray, values: pa.BinaryArray) -> pa.Table:
-    """Decode one chunk (at most CHUNK_ROWS rows).
+@dataclasses.dataclass(frozen=True, slots=True)
+class _KeyReads:
+    """The offset-commit key fields of every row of a chunk, read column-wise (`_read_keys`)."""
 
-    A row is an offset commit of the regular shape when its key is type 0/1 of exactly 10 + group + topic
-    bytes, and its value is null (a tombstone) or one of these layouts, exactly, after the int16 version:
-    v0/v2 offset, metadata, commit ts; v1 the same plus an expire ts; v3 offset, leader epoch, metadata,
-    commit ts; v4 as v3 with a compact metadata string shorter than 127 bytes and a tagged section that is
-    empty or exactly the 16-byte topic id under tag 0. Every field such a row needs is read from inside
-    that row, so a row is claimed only when all its reads are real; other rows' reads may land anywhere
-    (positions are clipped into the buffer) and are discarded.
-    """
-    n = len(keys)
+    offsets: np.ndarray  # the binary array's offsets (n + 1)
+    data: np.ndarray
+    record_type: np.ndarray
+    group_size: np.ndarray
+    topic_size: np.ndarray
+    partition: np.ndarray
+    ok: np.ndarray  # the key is an offset commit's of the regular shape
+
+
+def _read_keys(keys: pa.BinaryArray) -> _KeyReads:
+    """Keys: type, group length; topic length after the group; partition after the topic."""
     koff, kdata, knull = _buffers(keys)
-    voff, vdata, vnull = _buffers(values)
-
-    # Keys: type, group length; topic length after the group; partition after the topic.
     ks = koff[:-1]
     key_size = koff[1:] - ks
-    head = _read(kdata, _KEY_HEAD, np.minimum(ks, len(kdata) - 4))
+    head = _read(kdata, _KEY_HEAD, np.minimum(ks, len(kdata) - _KEY_HEAD.itemsize))
     record_type = head["record_type"].astype(np.int32)
     group_size = head["group_length"].astype(np.int32)
-    topic_at = ks + 4 + group_size
-    topic_size = _read(kdata, _INT16, np.clip(topic_at, 0, len(kdata) - 2)).astype(np.int32)
-    partition = _read(kdata, _INT32, np.clip(topic_at + 2 + topic_size, 0, len(kdata) - 4))
+    topic_at = ks + _KEY_HEAD.itemsize + group_size
+    topic_size = _read(kdata, _INT16, np.clip(topic_at, 0, len(kdata) - _INT16.itemsize)).astype(np.int32)
+    partition_at = np.clip(topic_at + _STRING_LENGTH_SIZE + topic_size, 0, len(kdata) - _INT32.itemsize)
+    partition = _read(kdata, _INT32, partition_at)
     key_ok = ((record_type | 1) == 1) & (group_size >= 0) & (topic_size >= 0)
-    key_ok &= key_size == 10 + group_size + topic_size
+    key_ok &= key_size == _KEY_FIXED_LENGTH + group_size + topic_size
     if knull is not None:
         key_ok &= ~knull
+    return _KeyReads(koff, kdata, record_type, group_size, topic_size, partition, key_ok)
 
-    # Values, from a zero-padded copy of their bytes so that every 16-byte window read below stays inside.
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ValueReads:
+    """The offset-commit value fields of every row of a chunk, read column-wise (`_read_values`)."""
+
+    data: np.ndarray  # the values' bytes, zero-padded
+    starts: np.ndarray  # where each value starts in `data`
+    version: np.ndarray
+    offset: np.ndarray
+    epoch: np.ndarray
+    metadata_size: np.ndarray
+    metadata_at: np.ndarray
+    commit_timestamp: np.ndarray
+    expire: np.ndarray
+    topic_id_at: np.ndarray  # where the uuid would be (read only where `has_topic_id`)
+    has_topic_id: np.ndarray
+    ok: np.ndarray  # the value is one of the regular layouts
+    tombstone: np.ndarray
+
+
+def _read_values(values: pa.BinaryArray) -> _ValueReads:
+    """Values, from a zero-padded copy of their bytes so that every 16-byte window read stays inside."""
+    voff, vdata, vnull = _buffers(values)
     v_lo, v_hi = int(voff[0]), int(voff[-1])
     vbytes = np.empty(v_hi - v_lo + _PAD, np.uint8)
     vbytes[: v_hi - v_lo] = vdata[v_lo:v_hi]
@@ -405,45 +514,60 @@ def _decode_chunk(keys: pa.BinaryArray, values: pa.BinaryArray) -> pa.Table:
     version = head["version"].astype(np.int32)
     word10 = head["word10"].astype(np.int32)
     word14 = head["word14"].astype(np.int32)
-    metadata_size = np.where(version <= 2, word10 >> 16, np.where(version == 3, word14, ((word14 >> 8) & 0xFF) - 1))
-    layout = np.clip(version, -1, 5) + 1
+    metadata_size = np.where(
+        version < _EPOCH_SINCE, word10 >> 16, np.where(version < _FLEXIBLE_SINCE, word14, ((word14 >> 8) & 0xFF) - 1)
+    )
+    layout = np.clip(version, -1, _HIGHEST_VERSION + 1) + 1
     metadata_at = vs + _METADATA_START[layout]
     after = np.clip(metadata_at + metadata_size, 0, v_hi - v_lo)
     tail = _read(vbytes, _VALUE_TAIL, after)
     word8 = tail["word8"].astype(np.int64)
     tag_header = word8 >> 40
-    has_topic_id = (version == 4) & (tag_header == _TOPIC_ID_TAG)
-    v4_ok = (version != 4) | ((metadata_size <= 126) & (has_topic_id | ((tag_header >> 16) == 0)))
-    value_ok = (metadata_size >= 0) & v4_ok & (value_size == _FIXED_LENGTH[layout] + 18 * has_topic_id + metadata_size)
-    tombstone = vnull if vnull is not None else np.zeros(n, np.bool_)
-    fast = key_ok & (tombstone | value_ok)
-    live = fast & ~tombstone
+    has_topic_id = (version == _TOPIC_ID_VERSION) & (tag_header == _TOPIC_ID_TAG)
+    v4_ok = (version != _FLEXIBLE_SINCE) | ((metadata_size <= 126) & (has_topic_id | ((tag_header >> 16) == 0)))
+    regular_size = _FIXED_LENGTH[layout] + _TOPIC_ID_FIELD_SIZE * has_topic_id + metadata_size
+    value_ok = (metadata_size >= 0) & v4_ok & (value_size == regular_size)
+    tombstone = vnull if vnull is not None else np.zeros(len(values), np.bool_)
+    return _ValueReads(
+        vbytes, vs, version, head["offset"], word10, metadata_size, metadata_at, tail["commit_timestamp"], word8,
+        after + _TOPIC_ID_AT, has_topic_id, value_ok, tombstone,
+    )
 
-    slow_rows = np.flatnonzero(~fast)
-    slow_keys, slow = _decode_rows(keys, values, slow_rows)
 
-    # Key strings: a binary array over the key bytes whose elements are, per row, the 4 bytes before the
-    # group, the group, the topic length, the topic (elements 5i+1 and 5i+3); empty where not in place.
-    # A per-record row's group (and topic) is usually where an offset-commit key has it, as every known key
-    # type starts with the group as an int16-length string: it is cut from there too once it is seen to
-    # be the same string, and only the others are appended.
-    group_in_key, topic_in_key = key_ok.copy(), key_ok.copy()
+def _key_strings(
+    k: _KeyReads, fast: np.ndarray, slow_rows: np.ndarray, slow_keys: list[bytes | None], slow: dict[str, list[Any]]
+) -> tuple[pa.Array, pa.Array]:
+    """The group_id and topic columns, cut out of the key bytes.
+
+    A binary array over the key bytes whose elements are, per row, the 4 bytes before the group, the group,
+    the topic length, the topic (elements 5i+1 and 5i+3); empty where not in place. A per-record row's group
+    (and topic) is usually where an offset-commit key has it, as every known key type starts with the group
+    as an int16-length string: it is cut from there too once it is seen to be the same string, and only the
+    others are appended.
+    """
+    n = len(fast)
+    group_at = _KEY_HEAD.itemsize
+    group_in_key, topic_in_key = k.ok.copy(), k.ok.copy()
     group_valid, topic_valid = fast.copy(), fast.copy()
     group_rows: list[int] = []
     topic_rows: list[int] = []
     group_extra: list[str] = []
     topic_extra: list[str] = []
     for row, key, group, topic_name in zip(slow_rows.tolist(), slow_keys, slow["group_id"], slow["topic"], strict=True):
-        g_size, t_size = int(group_size[row]), int(topic_size[row])
+        g_size, t_size = int(k.group_size[row]), int(k.topic_size[row])
         group_in_key[row] = topic_in_key[row] = False
         if key is None:
             pass
-        elif group is not None and 0 <= g_size <= len(key) - 4 and _text(key[4 : 4 + g_size]) == group:
+        elif (
+            group is not None
+            and 0 <= g_size <= len(key) - group_at
+            and _text(key[group_at : group_at + g_size]) == group
+        ):
             group_in_key[row] = True
-            end = 6 + g_size + t_size
+            end = group_at + _STRING_LENGTH_SIZE + g_size + t_size
             if (
                 topic_name is not None
-                and 0 <= t_size
+                and t_size >= 0
                 and end <= len(key)
                 and _text(key[end - t_size : end]) == topic_name
             ):
@@ -459,64 +583,86 @@ def _decode_chunk(keys: pa.BinaryArray, values: pa.BinaryArray) -> pa.Table:
                 topic_rows.append(row)
                 topic_extra.append(topic_name)
     in_group, in_topic = group_in_key.astype(np.int32), topic_in_key.astype(np.int32)
+    ks = k.offsets[:-1]
     bounds = np.empty((n, 5), np.int32)
     bounds[:, 0] = ks
-    bounds[:, 1] = ks + 4 * in_group
-    bounds[:, 2] = bounds[:, 1] + group_size * in_group
-    bounds[:, 3] = bounds[:, 2] + 2 * in_topic
-    bounds[:, 4] = bounds[:, 3] + topic_size * in_topic
-    k_lo, k_hi = int(koff[0]), int(koff[-1])
+    bounds[:, 1] = ks + group_at * in_group
+    bounds[:, 2] = bounds[:, 1] + k.group_size * in_group
+    bounds[:, 3] = bounds[:, 2] + _STRING_LENGTH_SIZE * in_topic
+    bounds[:, 4] = bounds[:, 3] + k.topic_size * in_topic
+    k_lo, k_hi = int(k.offsets[0]), int(k.offsets[-1])
     picks = np.arange(1, 5 * n, 5, dtype=np.int32)
     flat = bounds.reshape(-1)
-    group_id = _cut_strings(kdata, k_lo, k_hi, flat, picks, group_valid, group_rows, group_extra)
-    topic = _cut_strings(kdata, k_lo, k_hi, flat, picks + 2, topic_valid, topic_rows, topic_extra)
+    group_id = _cut_strings(k.data, k_lo, k_hi, flat, picks, group_valid, group_rows, group_extra)
+    topic = _cut_strings(k.data, k_lo, k_hi, flat, picks + 2, topic_valid, topic_rows, topic_extra)
+    return group_id, topic
 
-    has_metadata = live & (metadata_size > 0)
+
+def _metadata_column(v: _ValueReads, live: np.ndarray, slow_rows: np.ndarray, slow_metadata: list[Any]) -> pa.Array:
+    """The metadata column, cut out of the value bytes (or all empty strings, the usual case)."""
+    n = len(live)
+    has_metadata = live & (v.metadata_size > 0)
     metadata_valid = live.copy()
-    metadata_rows = [row for row, text in zip(slow_rows.tolist(), slow["metadata"], strict=True) if text is not None]
+    metadata_rows = [row for row, text in zip(slow_rows.tolist(), slow_metadata, strict=True) if text is not None]
     metadata_valid[metadata_rows] = True
-    if metadata_rows or has_metadata.any():
-        meta_bounds = np.empty((n, 3), np.int32)
-        meta_bounds[:, 0] = vs
-        meta_bounds[:, 1] = np.where(has_metadata, metadata_at, vs)
-        meta_bounds[:, 2] = meta_bounds[:, 1] + metadata_size * has_metadata
-        picks = np.arange(1, 3 * n, 3, dtype=np.int32)
-        metadata_extra = [text for text in slow["metadata"] if text is not None]
-        metadata = _cut_strings(
-            vbytes, 0, v_hi - v_lo, meta_bounds.reshape(-1), picks, metadata_valid, metadata_rows, metadata_extra
-        )
-    else:  # the usual case: every metadata string is empty
-        metadata = pa.Array.from_buffers(
+    if not metadata_rows and not has_metadata.any():
+        return pa.Array.from_buffers(
             pa.string(), n, [_validity(metadata_valid), pa.py_buffer(np.zeros(n + 1, np.int32)), pa.py_buffer(b"")]
         )
+    meta_bounds = np.empty((n, 3), np.int32)
+    meta_bounds[:, 0] = v.starts
+    meta_bounds[:, 1] = np.where(has_metadata, v.metadata_at, v.starts)
+    meta_bounds[:, 2] = meta_bounds[:, 1] + v.metadata_size * has_metadata
+    picks = np.arange(1, 3 * n, 3, dtype=np.int32)
+    metadata_extra = [text for text in slow_metadata if text is not None]
+    span = len(v.data) - _PAD
+    return _cut_strings(v.data, 0, span, meta_bounds.reshape(-1), picks, metadata_valid, metadata_rows, metadata_extra)
 
-    topic_id_rows = np.flatnonzero(live & has_topic_id)
-    uuids = _read(vbytes, _UUID, after[topic_id_rows] + 11)
 
-    epoch = word10
-    expire = word8
-    s = slow
+def _decode_chunk(keys: pa.BinaryArray, values: pa.BinaryArray) -> pa.Table:
+    """Decode one chunk (at most CHUNK_ROWS rows).
+
+    A row is an offset commit of the regular shape when its key is type 0/1 of exactly 10 + group + topic
+    bytes, and its value is null (a tombstone) or one of these layouts, exactly, after the int16 version:
+    v0/v2 offset, metadata, commit ts; v1 the same plus an expire ts; v3 offset, leader epoch, metadata,
+    commit ts; v4 as v3 with a compact metadata string shorter than 127 bytes and a tagged section that is
+    empty or exactly the 16-byte topic id under tag 0. Every field such a row needs is read from inside
+    that row, so a row is claimed only when all its reads are real; other rows' reads may land anywhere
+    (positions are clipped into the buffer) and are discarded.
+    """
+    n = len(keys)
+    k = _read_keys(keys)
+    v = _read_values(values)
+    fast = k.ok & (v.tombstone | v.ok)
+    live = fast & ~v.tombstone
+
+    slow_rows = np.flatnonzero(~fast)
+    slow_keys, s = _decode_rows(keys, values, slow_rows)
+    group_id, topic = _key_strings(k, fast, slow_rows, slow_keys, s)
+    topic_id_rows = np.flatnonzero(live & v.has_topic_id)
+    uuids = _read(v.data, _UUID, v.topic_id_at[topic_id_rows])
+    epoch, expire, version = v.epoch, v.expire, v.version
     columns = {
-        "record_type": _fixed_column(pa.int16(), record_type, fast.copy(), slow_rows, s["record_type"]),
+        "record_type": _fixed_column(pa.int16(), k.record_type, fast.copy(), slow_rows, s["record_type"]),
         "record_kind": _kind_column(n, slow_rows, s["record_kind"]),
         "group_id": group_id,
         "topic": topic,
-        "partition": _fixed_column(pa.int32(), partition, fast.copy(), slow_rows, s["partition"]),
+        "partition": _fixed_column(pa.int32(), k.partition, fast.copy(), slow_rows, s["partition"]),
         "member_id": _slow_only_column(pa.string(), n, slow_rows, s["member_id"]),
         "value_version": _fixed_column(pa.int16(), version, live.copy(), slow_rows, s["value_version"]),
         "is_tombstone": pa.Array.from_buffers(
-            pa.bool_(), n, [None, pa.py_buffer(np.packbits(tombstone, bitorder="little"))]
+            pa.bool_(), n, [None, pa.py_buffer(np.packbits(v.tombstone, bitorder="little"))]
         ),
-        "committed_offset": _fixed_column(pa.int64(), head["offset"], live.copy(), slow_rows, s["committed_offset"]),
+        "committed_offset": _fixed_column(pa.int64(), v.offset, live.copy(), slow_rows, s["committed_offset"]),
         "leader_epoch": _fixed_column(
-            pa.int32(), epoch, live & (version >= 3) & (epoch != -1), slow_rows, s["leader_epoch"]
+            pa.int32(), epoch, live & (version >= _EPOCH_SINCE) & (epoch != -1), slow_rows, s["leader_epoch"]
         ),
-        "metadata": metadata,
+        "metadata": _metadata_column(v, live, slow_rows, s["metadata"]),
         "commit_timestamp": _fixed_column(
-            pa.int64(), tail["commit_timestamp"], live.copy(), slow_rows, s["commit_timestamp"]
+            pa.int64(), v.commit_timestamp, live.copy(), slow_rows, s["commit_timestamp"]
         ),
         "expire_timestamp": _fixed_column(
-            pa.int64(), expire, live & (version == 1) & (expire != -1), slow_rows, s["expire_timestamp"]
+            pa.int64(), expire, live & (version == _EXPIRE_VERSION) & (expire != -1), slow_rows, s["expire_timestamp"]
         ),
         "topic_id": _topic_id_column(n, topic_id_rows, uuids, slow_rows, s["topic_id"]),
         "group_metadata": _slow_only_column(GROUP_METADATA, n, slow_rows, s["group_metadata"]),
