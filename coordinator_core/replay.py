@@ -319,17 +319,13 @@ def replay_rows(group_id: str, record_offset: int, replay: GenerationReplay) -> 
     """The ``assignment_replay`` rows of one generation's replay (stored by the record at `record_offset`):
     one per member, or one with member id ``''`` when no member was replayed. The assignor column is the
     generation's protocol (``''`` when it had none)."""
-    def row(member_id: str, m: MemberReplay | None) -> AssignmentReplayRow:
-        parts = (None, None, None, None) if m is None else (
-            _partitions(m.recorded), _partitions(m.replayed), _partitions(m.missing), _partitions(m.extra))
-        return AssignmentReplayRow(
-            group_id, replay.generation, record_offset, replay.protocol or "", replay.kafka_version, replay.status,
-            replay.reason, replay.detail, replay.matching_version, replay.partition_counts_inferred, member_id,
-            *parts, None if m is None else (not m.missing and not m.extra))
-
+    common = (group_id, replay.generation, record_offset, replay.protocol or "", replay.kafka_version, replay.status,
+              replay.reason, replay.detail, replay.matching_version, replay.partition_counts_inferred)
     if not replay.members:
-        return [row("", None)]
-    return [row(m.member_id, m) for m in replay.members]
+        return [AssignmentReplayRow(*common, "", None, None, None, None, None)]
+    return [AssignmentReplayRow(*common, m.member_id, _partitions(m.recorded), _partitions(m.replayed),
+                                _partitions(m.missing), _partitions(m.extra), not m.missing and not m.extra)
+            for m in replay.members]
 
 
 # ----------------------------------------------------------------------------------------------
