@@ -1,4 +1,4 @@
-"""The transaction state a run hands to the next (jobs.decode.TransactionState, RunTransactions): pure
+"""The transaction state a run hands to the next (jobs.decode.transactions: TransactionState, RunTransactions): pure
 logic, no Spark. Each expected state below is worked out by hand from Kafka's rule: a transactional
 commit is decided by the first COMMIT/ABORT marker of its producer after it in its partition."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobs.decode import AwaitingPartition, RunTransactions, TransactionState
+from jobs.decode.outcomes import AwaitingPartition
+from jobs.decode.transactions import RunTransactions, TransactionState
 
 BEFORE = TransactionState(
     last_offsets={("c1", 0): 100, ("c1", 1): 50},

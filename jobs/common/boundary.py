@@ -69,7 +69,7 @@ ERRORS_KEPT_PER_TASK = 2000
 
 def coverage_status(decoded: Any) -> Any:
     """decode_coverage's status of each row of a decoded Arrow table (the same rule as
-    `jobs.decode.decode_coverage_rows` applies in Spark): error, unknown_type, decoded_trailing_bytes
+    `jobs.decode.rows.decode_coverage_rows` applies in Spark): error, unknown_type, decoded_trailing_bytes
     (read as Kafka reads it, with bytes after a complete struct ignored; a tombstone's key included),
     tombstone or decoded."""
     import pyarrow as pa
@@ -95,7 +95,7 @@ class DecodeSideOutput:
     Carried back by a Spark accumulator, one update per task: a job can then write its decoded rows straight
     to their table and still account for every record, without caching the decoded rows for a second pass.
     Spark applies each task's update once when the decoding runs in the job's final stage (no shuffle after
-    it), which is how `jobs.decode` uses it.
+    it), which is how `jobs.decode.stage` uses it.
     """
 
     coverage: dict[tuple[Any, ...], int] = field(default_factory=dict)
@@ -310,7 +310,7 @@ def _read_segments_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[Any
 
 def read_segment_files(segment_files: DataFrame, batch_size: int = 20000) -> DataFrame:
     """(cluster, partition, path[, next_base_offset]) rows -> records read from those segment files, in
-    parallel tasks. `next_base_offset` (see `jobs.ingest.next_segment_base_offsets`) bounds each file's
+    parallel tasks. `next_base_offset` (see `jobs.ingest.segments.next_segment_base_offsets`) bounds each file's
     offsets; without the column, only the file name's base offset does."""
     if "next_base_offset" not in segment_files.columns:
         segment_files = segment_files.withColumn("next_base_offset", F.lit(None).cast("long"))

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 import coordinator_core as cc
 from coordinator_core.messages import GroupMetadataKey, GroupMetadataValue
 from jobs.common.delta_io import Tables
-from jobs.decode import run_decode
+from jobs.decode.stage import run_decode
 from jobs.synthetic_fleet import FleetSpec, write_fleet
 from schemas import (
     ALL_TABLES,

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from coordinator_core.record_json import record_from_json
 from coordinator_core.records import RECORD_TYPES
 from jobs.common.delta_io import Tables
-from jobs.decode import run_decode
+from jobs.decode.stage import run_decode
 from jvm_oracle.harness import run_java
 from schemas import ALL_TABLES, CONSUMER_GROUP_RECORDS, DECODE_COVERAGE, DECODE_ERRORS, RAW_OFFSETS
 from tests.oracle.test_record_codec_oracle import SHARE_AND_STREAMS_TYPES, SOURCE, kafka_json

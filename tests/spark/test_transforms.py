@@ -11,24 +11,27 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobs.common.boundary import decode_records
-from jobs.decode import (
+from jobs.decode.outcomes import (
     AwaitingPartition,
+    awaiting_markers,
+    markers_after,
+    per_partition_condition,
+    resolve_previously_open,
+    resolve_transactions,
+    resolved_commits,
+    transaction_markers,
+)
+from jobs.decode.rows import (
     consumer_group_record_rows,
     decode_coverage_rows,
     decode_error_rows,
     group_member_rows,
     group_metadata_rows,
-    awaiting_markers,
-    markers_after,
     offset_commit_rows,
-    per_partition_condition,
-    resolve_previously_open,
-    resolve_transactions,
-    resolved_commits,
-    run_transactions,
-    transaction_markers,
 )
-from jobs.ingest import archive_watermarks, history_gap_rows, records_to_archive
+from jobs.decode.transactions import run_transactions
+from jobs.ingest.replicas import archive_watermarks, records_to_archive
+from jobs.ingest.rows import history_gap_rows
 from schemas import (
     CONSUMER_GROUP_RECORDS,
     DECODE_COVERAGE,
@@ -401,7 +404,7 @@ def test_every_transform_ends_on_its_table_schema(spark: SparkSession) -> None:
 
 def test_segment_files_are_listed_with_partition_and_cluster(spark: SparkSession, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from jobs.common.config import SegmentSource
-    from jobs.ingest import list_segment_files
+    from jobs.ingest.segments import list_segment_files
     from tests.spark.segment_files import Batch, write_segment
 
     one = [Batch(0, [offset_commit("g", "t", 0, 1)])]
