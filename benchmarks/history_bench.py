@@ -32,7 +32,8 @@ def _run(records: int, groups: int, rebalance_rate: float, workdir: Path) -> dic
     from jobs.common.config import Config, SourcesConfig, SparkConfig, TablesConfig
     from jobs.common.delta_io import Tables
     from jobs.common.session import build_session
-    from jobs.nightly import STAGES, run_nightly
+    from jobs.nightly import run_nightly
+    from jobs.stages import STAGES
     from jobs.synthetic_fleet import FleetSpec, write_fleet
     from schemas import GROUP_GENERATIONS, GROUP_METADATA
 

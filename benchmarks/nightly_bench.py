@@ -37,7 +37,8 @@ def _one_size(records: int, workdir: Path, driver_memory: str, incremental_runs:
     from jobs.common.config import Config, SourcesConfig, SparkConfig, TablesConfig
     from jobs.common.delta_io import Tables
     from jobs.common.session import build_session
-    from jobs.nightly import STAGES, run_nightly
+    from jobs.nightly import run_nightly
+    from jobs.stages import STAGES
     from jobs.synthetic_fleet import FleetSpec, write_fleet
     from schemas import RAW_OFFSETS
 

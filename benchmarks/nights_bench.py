@@ -50,7 +50,8 @@ def _run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     from jobs.common.delta_io import Tables
     from jobs.common.session import build_session
     from jobs.maintenance import live_files
-    from jobs.nightly import STAGES, run_nightly
+    from jobs.nightly import run_nightly
+    from jobs.stages import STAGES
     from jobs.synthetic_fleet import FleetSpec, write_fleet
     from schemas import ALL_TABLES, RAW_OFFSETS
 

@@ -10,8 +10,8 @@ operation), then decodes every raw_offsets row archived since that run: the cras
 appends are kept (raw_offsets is append-only), its partial derived writes are undone, nothing is lost
 and nothing is written twice.
 
-Later stages (coordinator events, generations, replay, storms) plug in by appending a `Stage` to
-`STAGES`: a name, the tables it writes, and a function of the `RunContext`.
+The stages and what they write are in jobs.stages (a later stage plugs in by appending a `Stage` to
+`STAGES`); the commit and the recovery in jobs.run_commit; this module runs them and is the command line.
 """
 
 from __future__ import annotations
@@ -23,15 +23,12 @@ import secrets
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
-from coordinator_core.storms import StormThresholds
 from jobs.common.config import Config, load_job_config
 from jobs.common.delta_io import Tables
 from jobs.common.progress import log, step, watching
@@ -43,19 +40,9 @@ from jobs.common.run_lock import (
     metastore_refusal,
 )
 from jobs.common.session import build_session
-from jobs.decode import (
-    DecodeResult,
-    TransactionState,
-    add_group_metadata_members,
-    group_metadata_lacks_members,
-    run_decode,
-)
-from jobs.history.inputs import RunRange
-from jobs.history.stage import run_generations
-from jobs.ingest import IngestResult, run_ingest_kafka, run_ingest_segments
-from jobs.logs import LogsResult, run_logs
-from jobs.maintenance import run_maintenance
-from jobs.offset_events import run_offset_events
+from jobs.decode.stage import DecodeResult, add_group_metadata_members, group_metadata_lacks_members
+from jobs.ingest.stage import IngestResult
+from jobs.run_commit import CommittedState, commit_note, last_committed, recover
 from jobs.run_outputs import (
     format_metrics,
     format_summary,
@@ -64,231 +51,14 @@ from jobs.run_outputs import (
     warehouse_metrics,
     write_atomically,
 )
-from jobs.storms import run_storms
-from jobs.views import create_views
-from jobs.whatif import run_replay_and_whatif
-from schemas import (
-    ALL_TABLES,
-    ASSIGNMENT_REPLAY,
-    ASSIGNOR_WHATIF,
-    CONSUMER_GROUP_RECORDS,
-    COORDINATOR_EVENTS,
-    DECODE_COVERAGE,
-    DECODE_ERRORS,
-    GROUP_GENERATIONS,
-    GROUP_MEMBERS,
-    GROUP_METADATA,
-    HISTORY_GAPS,
-    INGEST_RUNS,
-    LOG_FILE_READS,
-    OFFSET_COMMITS,
-    OFFSET_EVENTS,
-    RAW_LOG_LINES,
-    RAW_OFFSETS,
-    REBALANCE_STORMS,
-    REPLICA_CONFLICTS,
-    TableSpec,
-)
+from jobs.stages import INCREMENTAL_INPUTS, STAGES, RunContext, Stage
+from schemas import ALL_TABLES, GROUP_METADATA, INGEST_RUNS
 from schemas.gold import GOLD_TABLES
-from schemas.observability import RUN_CLAIMS
 from schemas.state import GROUP_STATE
 
 #: `--fail-on-storm-severity N`: the run committed, and wrote or amended a storm of severity N or more.
 #: (2 is a configuration error, 3 a run stopped by --stop-after, 75 a warehouse held by another run.)
 EXIT_STORMS_FOUND = 4
-
-
-# Tables never rolled back after a crash: the archive (append-only by contract; whatever a crashed run
-# archived is valid and will be decoded by the next run), gaps (keyed by where the archive stopped, so
-# recording one twice is impossible), the archive's quarantine of replica conflicts (append-only, keyed by
-# the quarantined copy: the next run finds it there and does not record it again) and the commit log itself.
-NOT_ROLLED_BACK = {RAW_OFFSETS.name, HISTORY_GAPS.name, REPLICA_CONFLICTS.name, INGEST_RUNS.name}
-
-# Tables the gold stages read as version ranges (change data feed).
-INCREMENTAL_INPUTS = (OFFSET_COMMITS, GROUP_METADATA, GROUP_MEMBERS, CONSUMER_GROUP_RECORDS, COORDINATOR_EVENTS)
-
-
-@dataclass(frozen=True)
-class CommittedState:
-    """What the last successful run left: decoded raw_offsets through this version; table versions."""
-
-    run_id: str | None
-    raw_version_decoded: int
-    table_versions: dict[str, int]
-    #: transactions after the decoded records (carried by the commit note only; None: read from the tables)
-    transactions: TransactionState | None = None
-
-
-@dataclass
-class RunContext:
-    tables: Tables
-    config: Config
-    run_id: str
-    started_at: dt.datetime
-    committed: CommittedState
-    ingest: IngestResult | None = None
-    decode: DecodeResult | None = None
-    stage_seconds: dict[str, float] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)  # for later stages' summary lines
-    #: persisted frames shared between stages of one run, unpersisted when the run ends
-    extra_frames: dict[str, DataFrame] = field(default_factory=dict)
-    #: recompute every gold table from the archive from an empty state (`--rebuild`, or the first run of a
-    #: warehouse written before the gold stages carried state)
-    rebuild: bool = False
-    #: run_claims' version before this run claimed the warehouse (its maintenance looks after it too)
-    claims_version_before: int | None = None
-    #: the logs stage's per-file result (the summary aggregates it per cluster; per file with --verbose)
-    logs: LogsResult | None = None
-    #: generation rows written (inserted or amended) and withdrawn by this run, per cluster
-    generations_by_cluster: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: when the run's ingest_runs row was written (the run committed)
-    finished_at: dt.datetime | None = None
-
-    def run_range(self) -> RunRange:
-        """What is new for the gold stages: every table's rows after the versions the last committed run
-        left (None when rebuilding: everything)."""
-        return RunRange(None if self.rebuild else dict(self.committed.table_versions))
-
-
-@dataclass(frozen=True)
-class Stage:
-    name: str
-    writes: tuple[TableSpec, ...]
-    run: Callable[[RunContext], None]
-
-
-def _ingest_stage(ctx: RunContext) -> None:
-    sources = ctx.config.sources
-    if sources.mode == "segments":
-        ctx.ingest = run_ingest_segments(
-            ctx.tables, sources.segments, ctx.run_id, ctx.started_at, ctx.config.decode.arrow_batch_size
-        )
-    elif sources.mode == "kafka":
-        ctx.ingest = run_ingest_kafka(ctx.tables, sources.kafka, ctx.run_id, ctx.started_at)
-    else:
-        ctx.ingest = IngestResult(source_mode="none")
-
-
-def _decode_stage(ctx: RunContext) -> None:
-    ctx.decode = run_decode(
-        ctx.tables, ctx.run_id, ctx.committed.raw_version_decoded, ctx.config.decode.arrow_batch_size,
-        ctx.committed.transactions,
-    )
-
-
-def _logs_stage(ctx: RunContext) -> None:
-    if not ctx.config.sources.logs:
-        return
-    ctx.logs = run_logs(ctx.tables, ctx.config.sources.logs, ctx.run_id, ctx.started_at,
-                        max_line_bytes=ctx.config.logs.max_line_bytes)
-
-
-def _nothing_new(ctx: RunContext) -> bool:
-    """No row of the gold stages' inputs changed since the last committed run (a night without records or
-    log lines, or a re-run): their folds have nothing to continue. Read from the inputs' commit files (an
-    operator's OPTIMIZE moves a version and changes no row)."""
-    if ctx.rebuild:
-        return False
-    since = ctx.committed.table_versions
-    return not any(ctx.tables.data_changed_since(spec, int(since.get(spec.name, 0))) for spec in INCREMENTAL_INPUTS)
-
-
-def _history_stage(ctx: RunContext) -> None:
-    if _nothing_new(ctx):
-        ctx.extra["history"] = "nothing new since the last committed run"
-        return
-    reopen_hours = ctx.config.history.reopen_hours
-    since = None if ctx.rebuild else dict(ctx.committed.table_versions)
-    generations = run_generations(ctx.tables, ctx.run_id, ctx.run_range(), reopen_hours)
-    ctx.extra_frames["changed_generations"] = generations.changed
-    # (the changed rows are cached: counting them per cluster costs no read)
-    for row in generations.changed.groupBy("cluster", "_deleted").count().collect():
-        counts = ctx.generations_by_cluster.setdefault(row["cluster"], {"written": 0, "withdrawn": 0})
-        counts["withdrawn" if row["_deleted"] else "written"] += int(row["count"])
-    replay = run_replay_and_whatif(ctx.tables, generations.changed, ctx.run_id, since, reopen_hours=reopen_hours)
-    with step("offset events: continue each touched group's commits, stalls and tombstones"):
-        history = ctx.config.history
-        offsets = run_offset_events(ctx.tables, ctx.run_id, since, reopen_hours=reopen_hours,
-                                    stall_min_commits=history.stall_min_commits, stall_min_ms=history.stall_min_ms)
-    late = (f"; {generations.late_events} log lines older than [history] reopen_hours not applied"
-            if generations.late_events else "")
-    if generations.events_unattributed:
-        late += (f"; {generations.events_unattributed} new member log lines name no group and no group's records or "
-                 "lines name their member id yet (kept group-less in coordinator_events; a later run that names the "
-                 "member hands them to its group)")
-    if generations.records_unreadable:
-        late += (f"; {generations.records_unreadable} group records whose stored record_json could not be read "
-                 "back left out (rows kept in consumer_group_records; a rebuild after the decode stage is re-run "
-                 "restores them)")
-    ctx.extra["history"] = (
-        f"{generations.groups} groups continued ({generations.rows_written} generation rows written or amended, "
-        f"{generations.rows_deleted} withdrawn){late}; {replay.replayed_generations} generations replayed "
-        f"({replay.replay_mismatches} mismatches), what-if of {replay.whatif_groups} groups "
-        f"({replay.whatif_rows_written} rows written); offset events of {offsets.groups} groups "
-        f"({offsets.rows_written} rows written or amended, {offsets.rows_deleted} withdrawn)"
-    )
-
-
-def _storms_stage(ctx: RunContext) -> None:
-    changed = ctx.extra_frames.get("changed_generations")
-    # No generation row stored, amended or withdrawn (the history stage had nothing new, or only offset
-    # commits): no storm can change. (The changed rows are cached: asking costs no read.)
-    if changed is None or (not ctx.rebuild and changed.isEmpty()):
-        ctx.extra["storms"] = "no generation changed"
-        return
-    s = ctx.config.storms
-    thresholds = StormThresholds(s.min_rebalances, s.window_minutes, s.quiet_minutes, s.flapping_min_rejoins,
-                                 s.lockstep_seconds, s.lockstep_min_groups)
-    result = run_storms(ctx.tables, changed, thresholds, ctx.run_id, ctx.rebuild,
-                        reopen_hours=ctx.config.history.reopen_hours)
-    ctx.extra["storms"] = (f"{result.groups} groups' storms continued: {result.storms_written} storms written, "
-                           f"{result.storms_deleted} withdrawn")
-
-
-def _maintenance_stage(ctx: RunContext) -> None:
-    """Compact and vacuum the tables this run changed (jobs/maintenance.py). It changes no row, so it
-    writes no table of its own: if the run dies later, its commits on derived tables are undone with the
-    writes of the stages that own them, and VACUUM keeps every file of the versions that recovery restores
-    and of the raw_offsets versions the next decode reads (the `since` versions)."""
-    if not ctx.config.maintenance.enabled:
-        return
-    since = {spec.name: ctx.committed.table_versions.get(spec.name, 0) for spec in ALL_TABLES}
-    since[RAW_OFFSETS.name] = ctx.committed.raw_version_decoded
-    # ingest_runs gains this run's row after the stages: its latest commit is the last run's row.
-    since[INGEST_RUNS.name] = ctx.tables.version(INGEST_RUNS) - 1
-    specs = ALL_TABLES
-    if ctx.claims_version_before is not None:
-        # Two commits a run (claim, release), each rewriting its one small file: vacuumed like the others.
-        specs = (*ALL_TABLES, RUN_CLAIMS)
-        since[RUN_CLAIMS.name] = ctx.claims_version_before
-    ctx.extra["maintenance"] = run_maintenance(ctx.tables, specs, ctx.config.maintenance, since).format()
-
-
-def _report_stage(ctx: RunContext) -> None:
-    views = create_views(ctx.tables.spark, ctx.tables.database)
-    ctx.extra["views"] = ", ".join(views)
-    from jobs.report import write_report  # plotly is loaded by the report stage only
-
-    path = write_report(ctx.tables, Path(ctx.config.report.path), ctx.config.report.groups_shown,
-                        source=f"database {ctx.tables.database}")
-    ctx.extra["report"] = str(path)
-
-
-STAGES: tuple[Stage, ...] = (
-    Stage("ingest", (RAW_OFFSETS, HISTORY_GAPS, REPLICA_CONFLICTS), _ingest_stage),
-    Stage(
-        "decode",
-        (OFFSET_COMMITS, GROUP_METADATA, GROUP_MEMBERS, CONSUMER_GROUP_RECORDS, DECODE_ERRORS, DECODE_COVERAGE),
-        _decode_stage,
-    ),
-    # log_file_reads holds each file's read position: it is rolled back with the two tables it describes.
-    Stage("logs", (RAW_LOG_LINES, COORDINATOR_EVENTS, LOG_FILE_READS), _logs_stage),
-    Stage("history", (GROUP_GENERATIONS, OFFSET_EVENTS, ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_STATE),
-          _history_stage),
-    Stage("storms", (REBALANCE_STORMS, GROUP_STATE), _storms_stage),
-    Stage("maintenance", (), _maintenance_stage),
-    Stage("report", (), _report_stage),
-)
 
 
 class StoppedAfterStage(RuntimeError):
@@ -297,63 +67,6 @@ class StoppedAfterStage(RuntimeError):
 
 def new_run_id(now: dt.datetime) -> str:
     return f"{now:%Y%m%dT%H%M%S%f}Z-{secrets.token_hex(3)}"
-
-
-#: The key of the run's commit note: the userMetadata of the Delta commit that appends its ingest_runs row.
-COMMIT_NOTE_KEY = "consumer_group_history.committed_run"
-
-
-def commit_note(state: CommittedState) -> str:
-    """The committed state, as the note of the ingest_runs commit that records the run (the row's values)."""
-    return json.dumps({COMMIT_NOTE_KEY: {
-        "run_id": state.run_id,
-        "raw_version_decoded": state.raw_version_decoded,
-        "table_versions": state.table_versions,
-        "transactions": state.transactions.to_json() if state.transactions else None,
-    }})
-
-
-def last_committed_row(tables: Tables) -> CommittedState:
-    """The committed state from the latest ingest_runs row."""
-    last = tables.read(INGEST_RUNS).orderBy(F.col("run_id").desc()).limit(1).collect()
-    if not last:
-        return CommittedState(None, 0, {})
-    row = last[0]
-    return CommittedState(row["run_id"], int(row["raw_version_decoded"]), dict(row["table_versions"]))
-
-
-def last_committed(tables: Tables) -> CommittedState:
-    """What the last successful run left.
-
-    Read from the note of ingest_runs' latest commit (`commit_note`: one small read of the Delta log)
-    rather than from the table (a Delta state reconstruction and a query, about a second per run); from
-    the table when the latest commit has no note (a table compacted or written before notes existed).
-    """
-    if tables.version(INGEST_RUNS) == 0:  # only the table's creation: no run committed yet
-        return CommittedState(None, 0, {})
-    note = tables.last_commit_note(INGEST_RUNS)
-    try:
-        state = json.loads(note)[COMMIT_NOTE_KEY] if note else None
-    except (ValueError, TypeError, KeyError):
-        state = None
-    if not isinstance(state, dict):
-        return last_committed_row(tables)
-    return CommittedState(state["run_id"], int(state["raw_version_decoded"]),
-                          {name: int(v) for name, v in state["table_versions"].items()},
-                          TransactionState.from_json(state.get("transactions")))
-
-
-def recover(tables: Tables, committed: CommittedState, stages: Sequence[Stage]) -> list[str]:
-    """Undo the derived-table writes of a run that did not commit. Returns the tables restored."""
-    restored = []
-    for stage in stages:
-        for spec in stage.writes:
-            if spec.name in NOT_ROLLED_BACK or not tables.exists(spec):
-                continue
-            # A table created after the last commit (or never committed) goes back to its empty version 0.
-            if tables.restore(spec, committed.table_versions.get(spec.name, 0)):
-                restored.append(spec.name)
-    return restored
 
 
 def _ingest_runs_row(ctx: RunContext, finished_at: dt.datetime, state: CommittedState) -> tuple:
@@ -414,7 +127,7 @@ def open_catalog(tables: Tables, config: Config) -> None:
     """The first catalog call; a metastore held by another process is said so in one line."""
     try:
         tables.ensure_database()
-    except Exception as error:  # noqa: BLE001 - only Hive's failure to open the metastore is translated
+    except Exception as error:  # only Hive's failure to open the metastore is translated; the rest is raised again
         explained = explain_metastore_failure(error, config.spark)
         if explained is None:
             raise

@@ -30,7 +30,7 @@ from schemas import (
 )
 
 if TYPE_CHECKING:
-    from jobs.nightly import RunContext
+    from jobs.stages import RunContext
 
 
 #: Decode statuses that are not errors (every other status is a record sent to decode_errors); transaction

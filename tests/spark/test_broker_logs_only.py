@@ -31,7 +31,8 @@ from pyspark.sql import SparkSession
 
 from jobs.common.config import Config, LogSource, TablesConfig, load_config
 from jobs.common.delta_io import Tables
-from jobs.nightly import STAGES, run_nightly
+from jobs.nightly import run_nightly
+from jobs.stages import STAGES
 from schemas import GROUP_GENERATIONS
 
 pytestmark = pytest.mark.spark

@@ -31,7 +31,8 @@ from jobs.common.config import (
     parse_config,
 )
 from jobs.common.delta_io import Tables
-from jobs.nightly import STAGES, StoppedAfterStage, run_nightly
+from jobs.nightly import StoppedAfterStage, run_nightly
+from jobs.stages import STAGES
 from schemas import ALL_TABLES, GROUP_GENERATIONS, INGEST_RUNS, OFFSET_EVENTS, TableSpec
 from schemas.observability import RUN_CLAIMS
 from tests.spark.splits import comparable

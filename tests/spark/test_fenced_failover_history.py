@@ -31,7 +31,8 @@ from coordinator_core.logs import events as ev
 from coordinator_core.logs import parse_log_line
 from jobs.common.config import Config, LogSource, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.nightly import STAGES, run_nightly
+from jobs.nightly import run_nightly
+from jobs.stages import STAGES
 from schemas import CONSUMER_GROUP_RECORDS, GROUP_GENERATIONS, GROUP_METADATA, OFFSET_COMMITS
 from schemas.logs import COORDINATOR_EVENTS
 

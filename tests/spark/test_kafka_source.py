@@ -12,7 +12,8 @@ from pyspark.sql import functions as F
 
 from jobs.common.config import Config, KafkaSource, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.nightly import STAGES, run_nightly
+from jobs.nightly import run_nightly
+from jobs.stages import STAGES
 from schemas import OFFSET_COMMITS, RAW_OFFSETS
 
 # The archive and decode stages this file tests (later stages have their own tests).

@@ -25,7 +25,8 @@ from coordinator_core import messages as m
 from coordinator_core.records import RECORD_TYPES, Record
 from jobs.common.config import Config, LogSource, ReportConfig, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.nightly import STAGES, run_nightly
+from jobs.nightly import run_nightly
+from jobs.stages import STAGES
 from schemas import CONSUMER_GROUP_RECORDS, DECODE_ERRORS
 from schemas.gold import GROUP_GENERATIONS
 from tests.spark.segment_files import Batch, write_segment
