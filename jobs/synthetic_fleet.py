@@ -174,7 +174,8 @@ _CONTROL = {"COMMIT": (struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 3)),
 
 def generate_partition(  # noqa: C901, PLR0915 - grandfathered: one pass over a partition's simulated events
     spec: FleetSpec, partition: int, start: int, end: int, run_id: str,
-                       ingested_us: int, batch_rows: int = 50_000) -> Iterator[Any]:
+    ingested_us: int, batch_rows: int = 50_000,
+) -> Iterator[Any]:
     """Arrow batches (raw_offsets columns) for offsets [start, end) of one partition's simulated history."""
     import pyarrow as pa
 
