@@ -102,7 +102,9 @@ def cluster_summaries(ctx: RunContext) -> dict[str, dict[str, Any]]:
     return dict(sorted(clusters.items()))
 
 
-def format_summary(ctx: RunContext, verbose: bool = False, storms: Sequence[dict[str, Any]] = ()) -> str:
+def format_summary(  # noqa: C901, PLR0912 - grandfathered: one section per stage, in run order
+    ctx: RunContext, verbose: bool = False, storms: Sequence[dict[str, Any]] = (),
+) -> str:
     """The human-readable end-of-run report: per stage one line per cluster; with `verbose` also per
     partition, per record kind and per log file. Segment errors and history gaps are always listed (each
     is data lost or skipped). `storms`: those this run wrote or amended (`storms_of_run`)."""
@@ -122,21 +124,20 @@ def format_summary(ctx: RunContext, verbose: bool = False, storms: Sequence[dict
                              + (f", {c['replica_conflicts']} replica conflicts" if c["replica_conflicts"] else ""))
         if verbose and ingest.partitions:
             lines.append("  cluster              partition       read   archived  offsets")
-            for p in ingest.partitions:
-                lines.append(
-                    f"  {p['cluster']:<20} {p['partition']:>9} {p['records_read']:>10} "
-                    f"{p['records_archived']:>10}  {p['first_offset']}..{p['last_offset']}"
-                )
-        for e in ingest.segment_errors:
-            lines.append(f"  corrupt segment data skipped: {e['file']} @ byte {e['position']}: {e['error']}")
-        for q in ingest.replica_conflicts:
-            lines.append(f"  REPLICA CONFLICT {q['cluster']}/{q['partition']}: {q['records']} copies quarantined "
-                         f"({q['reason']}) in replica_conflicts")
-        for g in ingest.history_gaps:
-            lines.append(
-                f"  HISTORY GAP {g['cluster']}/{g['partition']}: archived up to {g['last_archived_offset']}, "
-                f"earliest available {g['earliest_available_offset']} ({g['missing_offsets']} offsets lost)"
+            lines.extend(
+                f"  {p['cluster']:<20} {p['partition']:>9} {p['records_read']:>10} "
+                f"{p['records_archived']:>10}  {p['first_offset']}..{p['last_offset']}"
+                for p in ingest.partitions
             )
+        lines.extend(f"  corrupt segment data skipped: {e['file']} @ byte {e['position']}: {e['error']}"
+                     for e in ingest.segment_errors)
+        lines.extend(f"  REPLICA CONFLICT {q['cluster']}/{q['partition']}: {q['records']} copies quarantined "
+                     f"({q['reason']}) in replica_conflicts" for q in ingest.replica_conflicts)
+        lines.extend(
+            f"  HISTORY GAP {g['cluster']}/{g['partition']}: archived up to {g['last_archived_offset']}, "
+            f"earliest available {g['earliest_available_offset']} ({g['missing_offsets']} offsets lost)"
+            for g in ingest.history_gaps
+        )
     if decode is not None:
         lines.append(
             f"decode: {decode.records_decoded} records decoded (raw_offsets through version "
@@ -180,10 +181,9 @@ def format_summary(ctx: RunContext, verbose: bool = False, storms: Sequence[dict
                              f"{c['generations_withdrawn']} withdrawn")
     if storms:
         lines.append(f"storms written or amended by this run: {len(storms)}")
-        for storm in storms:
-            lines.append(f"  {storm['cluster']:<20} {storm['group_id']}: {storm['rebalances']} rebalances from "
-                         f"{storm['window_start']}, severity {storm['severity']:.0f}, "
-                         f"{storm['dominant_cause']}")
+        lines.extend(f"  {storm['cluster']:<20} {storm['group_id']}: {storm['rebalances']} rebalances from "
+                     f"{storm['window_start']}, severity {storm['severity']:.0f}, "
+                     f"{storm['dominant_cause']}" for storm in storms)
     lines.append("time per stage: " + ", ".join(f"{k} {v:.1f}s" for k, v in ctx.stage_seconds.items()))
     lines.append(f"tables: database `{ctx.tables.database}` at {ctx.tables.location}")
     lines.append(f"query them: scripts/spark-sql -e \"SELECT * FROM {ctx.tables.database}.ingest_runs\"")
