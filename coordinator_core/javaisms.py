@@ -193,7 +193,7 @@ class JavaHashMap:
             default constructor; pass `table_capacity` instead when the table size is already known.
     """
 
-    __slots__ = ("_hash_fn", "_cap", "_seq", "_next_seq", "_head_seq", "_hashes", "_bucket_sizes", "_order")
+    __slots__ = ("_bucket_sizes", "_cap", "_hash_fn", "_hashes", "_head_seq", "_next_seq", "_order", "_seq")
 
     def __init__(
         self,

@@ -200,7 +200,7 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
         return Record(record_type, k, version, v, key_trailing + value_trailing)
     except DecodeError:
         raise
-    except Exception as e:  # noqa: BLE001 - the contract: nothing but DecodeError escapes
+    except Exception as e:  # the contract: nothing but DecodeError escapes
         raise DecodeError(f"undecodable record ({type(e).__name__}: {e})", "record", -1) from e
 
 

@@ -293,7 +293,7 @@ class _DecoderBuilder(_CodeBuilder):
         path = path_expr or f"path + '.{f.name}'"
         self.value(ind, f.type, target, path, f.nullable_in(self.version), tagged=f.tag is not None and self.flexible)
 
-    def value(self, ind: int, t: FieldType, target: str, path: str, nullable: bool, tagged: bool = False) -> None:
+    def value(self, ind: int, t: FieldType, target: str, path: str, nullable: bool, tagged: bool = False) -> None:  # noqa: C901, PLR0912, PLR0915 - code generator: one branch per field type of the layout
         flex = self.flexible
         if isinstance(t, Primitive):
             if t.fmt:
@@ -443,7 +443,7 @@ class _EncoderBuilder(_CodeBuilder):
         fn: Encoder = self.ns[fname]
         return fn
 
-    def value(self, ind: int, t: FieldType, expr: str, path: str, nullable: bool, tagged: bool = False) -> None:
+    def value(self, ind: int, t: FieldType, expr: str, path: str, nullable: bool, tagged: bool = False) -> None:  # noqa: PLR0912 - code generator: one branch per field type of the layout
         flex = self.flexible
         if isinstance(t, Primitive):
             if t.fmt:

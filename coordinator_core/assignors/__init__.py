@@ -68,7 +68,7 @@ def parse_kafka_version(version: str | Sequence[int]) -> KafkaVersion:
         parts = [int(x) for x in version]
     if not 1 <= len(parts) <= 4:
         raise ValueError(f"not a Kafka version: {version!r}")
-    parts = (parts + [0, 0, 0])[:3]
+    parts = [*parts, 0, 0, 0][:3]
     return (parts[0], parts[1], parts[2])
 
 
@@ -335,18 +335,18 @@ __all__ = [
     "ASSIGNORS",
     "HETEROGENEOUS",
     "HOMOGENEOUS",
-    "SERVER_ASSIGNOR_MINIMUM_VERSIONS",
-    "ConsumerGroupMemberSpec",
-    "TargetAssignment",
-    "TopicMetadata",
     "NEWEST_KAFKA_VERSION",
+    "OLDEST_CONSUMER_PROTOCOL",
+    "SERVER_ASSIGNOR_MINIMUM_VERSIONS",
     "Assignment",
     "AssignorError",
+    "ConsumerGroupMemberSpec",
     "MemberSubscription",
     "PartitionRacks",
     "StickyRevision",
     "StickyRevisionBefore3_0",
-    "OLDEST_CONSUMER_PROTOCOL",
+    "TargetAssignment",
+    "TopicMetadata",
     "TopicPartition",
     "UnsupportedKafkaVersion",
     "assign",

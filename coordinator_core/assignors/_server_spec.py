@@ -88,7 +88,7 @@ class JavaPartitionsMap:
     an assignor copies before its first change.
     """
 
-    __slots__ = ("topics", "sets", "immutable")
+    __slots__ = ("immutable", "sets", "topics")
 
     def __init__(self, topics: JavaHashMap, sets: dict[str, JavaHashMap], immutable: bool) -> None:
         self.topics = topics

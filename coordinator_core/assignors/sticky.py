@@ -12,6 +12,7 @@ is reproduced (`javaisms.JavaHashMap`): it decides which members keep `maxQuota`
 from __future__ import annotations
 
 import bisect
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -233,10 +234,8 @@ class _Prelude:
 
 
 def _remove_first(items: list[TopicPartition], tp: TopicPartition) -> None:
-    try:
+    with contextlib.suppress(ValueError):
         items.remove(tp)
-    except ValueError:
-        pass
 
 
 class _ConstrainedBuilder:
@@ -307,7 +306,7 @@ class _ConstrainedBuilder:
                 add_directly = True
         return result
 
-    def _assign_owned(self) -> None:
+    def _assign_owned(self) -> None:  # noqa: C901 - Kafka's AbstractStickyAssignor order of checks, kept as one piece for the oracle
         rev, rack = self.revision, self.rack_info
         for consumer in self.member_order:
             owned: list[TopicPartition] = []

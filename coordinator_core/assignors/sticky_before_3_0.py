@@ -183,7 +183,7 @@ def _owned_if_all_subscriptions_equal(
     return owned, multiply_claimed
 
 
-def _constrained_assign(
+def _constrained_assign(  # noqa: C901, PLR0912 - Kafka 2.x's constrainedAssign, kept in its order for the oracle
     partitions_per_topic: Mapping[str, int],
     owned: dict[str, list[TopicPartition]],
     multiply_claimed: set[TopicPartition],

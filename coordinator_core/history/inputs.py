@@ -109,8 +109,8 @@ def attribute_to_groups(events: Iterable[CoordinatorEvent], groups: dict[str, st
         if member_scoped(e):
             group = groups.get(e.member_id or "") or groups.get(e.related_member_id or "")
             if group is not None:
-                e = dataclasses.replace(e, group_id=group)
-            else:
-                unattributed += 1
+                out.append(dataclasses.replace(e, group_id=group))
+                continue
+            unattributed += 1
         out.append(e)
     return out, unattributed

@@ -95,7 +95,7 @@ def _row(group_id: str, kind: str, **fields: Any) -> OffsetEventRow:
     return OffsetEventRow(**values)
 
 
-def offset_history(
+def offset_history(  # noqa: C901, PLR0912, PLR0915 - grandfathered: one pass, one branch per record kind
     records: Iterable[Any] = (),
     events: Iterable[CoordinatorEvent] = (),
     *,
@@ -146,7 +146,7 @@ def offset_history(
         rec = record.record
         kind = rec.kind
         at = record_time(record)
-        if kind == "group_metadata" or kind == "consumer_group_metadata":
+        if kind in ("group_metadata", "consumer_group_metadata"):
             if rec.value is None:
                 if _converted(group_records, index, kind):
                     continue

@@ -56,9 +56,9 @@ def test_consumer_of_consumer_offsets_reads_what_read_segment_reads_from_the_fil
     for directory in live_run.broker.consumer_offsets_dirs():
         partition = int(directory.name.rsplit("-", 1)[1])
         for segment in sorted(directory.glob("*.log")):
-            for entry in coordinator_core.read_segment(segment):
-                if not entry.is_control and entry.offset < end_offsets[partition]:
-                    from_files.append((partition, entry.offset, entry.key, entry.value))
+            from_files.extend((partition, entry.offset, entry.key, entry.value)
+                              for entry in coordinator_core.read_segment(segment)
+                              if not entry.is_control and entry.offset < end_offsets[partition])
     from_files.sort(key=lambda r: (r[0], r[1]))
 
     assert len(consumed) == len(from_files)

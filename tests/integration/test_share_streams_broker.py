@@ -49,7 +49,7 @@ class GroupsRun:
 
 def _tool(broker: KafkaBroker, main_class: str, *args: str, stdin: str | None = None) -> str:
     done = subprocess.run(java_command(main_class, "--bootstrap-server", broker.bootstrap_servers, *args),
-                          input=stdin, capture_output=True, text=True, timeout=180)
+                          check=False, input=stdin, capture_output=True, text=True, timeout=180)
     if done.returncode != 0:
         raise RuntimeError(f"{main_class} {args} failed ({done.returncode}): {done.stderr[-2000:]}")
     return done.stdout

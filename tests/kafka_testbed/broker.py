@@ -376,7 +376,7 @@ class KafkaBroker:
             "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(self.properties_file),
             log4j2_config=self.work_dir / "logging.properties", jar_set=self.jar_set,
         )
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=180)
         if done.returncode != 0:
             raise BrokerError(f"kafka-storage format failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
 
@@ -407,7 +407,7 @@ class KafkaBroker:
         with open(self._stdout_path, "ab") as out:
             self._process = subprocess.Popen(
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                preexec_fn=lambda: die_with_parent(signal.SIGTERM),
+                preexec_fn=lambda: die_with_parent(signal.SIGTERM),  # noqa: PLW1509 - prctl in the child, before exec
             )
         _LIVE.add(self)
 
@@ -488,7 +488,7 @@ def prepare_consumer_offsets(bootstrap_servers: str, jar_set: str = DEFAULT_JAR_
                 # FindCoordinator for a group makes the broker auto-create __consumer_offsets.
                 admin.describe_consumer_groups(["cgh-testbed-bootstrap"])
                 break
-            except Exception:  # noqa: BLE001 - CoordinatorNotAvailable until the topic is ready
+            except Exception:  # CoordinatorNotAvailable until the topic is ready
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)
@@ -502,7 +502,7 @@ def prepare_consumer_offsets(bootstrap_servers: str, jar_set: str = DEFAULT_JAR_
         "--add-config", f"internal.segment.bytes={segment_bytes}",
         jvm_options=("-Dlog4j2.level=WARN",), jar_set=jar_set,
     )
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise BrokerError(f"kafka-configs failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
 

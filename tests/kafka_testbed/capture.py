@@ -100,11 +100,11 @@ def readme(document: dict[str, Any], segments: list[Path], out: Path, captured_a
         "| setting | value |",
         "|---|---|",
     ]
-    for key in ("offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes",
-                "group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
-                "group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
-                "log.cleaner.min.compaction.lag.ms"):
-        lines.append(f"| `{key}` | `{broker.settings[key]}` |")
+    settings_shown = ("offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes",
+                      "group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
+                      "group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
+                      "log.cleaner.min.compaction.lag.ms")
+    lines.extend(f"| `{key}` | `{broker.settings[key]}` |" for key in settings_shown)
     if broker.major >= 4:
         lines.append("| `internal.segment.bytes` (topic config of `__consumer_offsets`; 4.x refuses "
                      "`segment.bytes` below 1 MiB) | `8192` |")
@@ -221,11 +221,11 @@ def cluster_readme(document: dict[str, Any], copied: dict[int, list[Path]], out:
         "| setting | value |",
         "|---|---|",
     ]
-    for key in ("offsets.topic.num.partitions", "offsets.topic.replication.factor", "default.replication.factor",
-                "min.insync.replicas", "offsets.retention.minutes", "offsets.retention.check.interval.ms",
-                "broker.session.timeout.ms", "auto.leader.rebalance.enable", "group.initial.rebalance.delay.ms",
-                "group.min.session.timeout.ms", "log.cleaner.min.compaction.lag.ms"):
-        lines.append(f"| `{key}` | `{cluster.settings[key]}` |")
+    settings_shown = ("offsets.topic.num.partitions", "offsets.topic.replication.factor", "default.replication.factor",
+                      "min.insync.replicas", "offsets.retention.minutes", "offsets.retention.check.interval.ms",
+                      "broker.session.timeout.ms", "auto.leader.rebalance.enable", "group.initial.rebalance.delay.ms",
+                      "group.min.session.timeout.ms", "log.cleaner.min.compaction.lag.ms")
+    lines.extend(f"| `{key}` | `{cluster.settings[key]}` |" for key in settings_shown)
     lines.append("| `internal.segment.bytes` (topic config of `__consumer_offsets`) | `8192` |")
     lines += ["", "JVMs: " + " ".join(f"`{o}`" for o in CLUSTER_JVM_OPTIONS) + ".", "",
               "## Scenarios", "",

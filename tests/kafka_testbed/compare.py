@@ -75,7 +75,7 @@ def compare_assignment(kafka: Any, raw: bytes, path: str) -> list[str]:
     return problems
 
 
-def compare_fields(kafka: Any, ours: Any, path: str) -> list[str]:
+def compare_fields(kafka: Any, ours: Any, path: str) -> list[str]:  # noqa: C901, PLR0912 - one branch per JSON shape Kafka prints
     """Kafka's JSON value against our decoded value, recursively."""
     if isinstance(kafka, dict):
         if not dataclasses.is_dataclass(ours):
@@ -122,7 +122,7 @@ def compare_fields(kafka: Any, ours: Any, path: str) -> list[str]:
     return []
 
 
-def compare_entry(entry: Any, dumped: DumpedRecord) -> list[str]:
+def compare_entry(entry: Any, dumped: DumpedRecord) -> list[str]:  # noqa: C901 - one check per part of DumpLogSegments' output
     """One read_segment entry against the record DumpLogSegments printed at the same position."""
     where = f"offset {dumped.offset}"
     problems: list[str] = []
@@ -142,17 +142,17 @@ def compare_entry(entry: Any, dumped: DumpedRecord) -> list[str]:
                             f"!= ours {entry.control_type}/{entry.coordinator_epoch}")
         return problems
     if dumped.key is None:
-        return problems + [f"{where}: Kafka printed no key"]
+        return [*problems, f"{where}: Kafka printed no key"]
     if entry.key is None:
-        return problems + [f"{where}: ours has no key, Kafka printed {dumped.key:.80}"]
+        return [*problems, f"{where}: ours has no key, Kafka printed {dumped.key:.80}"]
     try:
         kafka_key = json.loads(dumped.key)
     except json.JSONDecodeError:
-        return problems + [f"{where}: Kafka could not decode the record: {dumped.key:.200}"]
+        return [*problems, f"{where}: Kafka could not decode the record: {dumped.key:.200}"]
     try:
         record = coordinator_core.decode_record(entry.key, entry.value)
     except coordinator_core.DecodeError as exc:
-        return problems + [f"{where}: ours failed to decode: {exc}"]
+        return [*problems, f"{where}: ours failed to decode: {exc}"]
     if record.record_type != int(kafka_key["type"]):
         problems.append(f"{where}: record type: Kafka {kafka_key['type']} != ours {record.record_type}")
     problems += compare_fields(kafka_key["data"], record.key, f"{where} key")
@@ -161,12 +161,12 @@ def compare_entry(entry: Any, dumped: DumpedRecord) -> list[str]:
             problems.append(f"{where}: Kafka printed a tombstone, ours has value {record.value!r:.80}")
         return problems
     if dumped.payload is None:
-        return problems + [f"{where}: Kafka printed no payload"]
+        return [*problems, f"{where}: Kafka printed no payload"]
     kafka_value = json.loads(dumped.payload)
     if record.value_version != int(kafka_value["version"]):
         problems.append(f"{where}: value version: Kafka {kafka_value['version']} != ours {record.value_version}")
     if isinstance(record.value, (bytes, bytearray)):
-        return problems + [f"{where}: ours kept the value of record type {record.record_type} as opaque bytes"]
+        return [*problems, f"{where}: ours kept the value of record type {record.record_type} as opaque bytes"]
     problems += compare_fields(kafka_value["data"], record.value, f"{where} value")
     return problems
 

@@ -232,7 +232,7 @@ class PythonProcessMember(Member):
             cmd += ["--topic", topic]
         self._process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT,
                                          env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True,
-                                         preexec_fn=die_with_parent)
+                                         preexec_fn=die_with_parent)  # noqa: PLW1509 - prctl in the child
         ctx.track(self._process)
         self._lock = threading.Lock()
         self._view: MemberView | None = None
@@ -318,7 +318,7 @@ class JavaConsoleMember(Member):
             java_command("org.apache.kafka.tools.consumer.ConsoleConsumer", *args, log4j2_config=config,
                          jar_set=ctx.jar_set),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-            start_new_session=True, preexec_fn=die_with_parent,
+            start_new_session=True, preexec_fn=die_with_parent,  # noqa: PLW1509 - prctl in the child
         )
         ctx.track(self._process)
 
@@ -1248,7 +1248,7 @@ def run_scenarios(bootstrap_servers: str, client_log_dir: Path, names: Iterable[
                 record = SCENARIOS[name](ctx)
                 record.finished_at = utc_now()
                 results[name] = record
-            except BaseException as exc:  # noqa: BLE001 - reported together below
+            except BaseException as exc:  # reported together below
                 log.exception("scenario %s failed", name)
                 failures[name] = exc
 

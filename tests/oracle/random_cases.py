@@ -79,7 +79,7 @@ def _member_id(rng: random.Random, i: int) -> str:
     return rng.choice(["c", "C", "m", "member-", "x"]) + str(rng.randrange(1000))
 
 
-def random_case(rng: random.Random, assignor: str, *, max_members: int = 10, max_topics: int = 5,
+def random_case(rng: random.Random, assignor: str, *, max_members: int = 10, max_topics: int = 5,  # noqa: C901, PLR0912 - draws each feature of a case in turn
                 max_partitions: int = 12, racks: bool = True, features: Features = ALL_FEATURES) -> Case:
     n_topics = rng.randint(1, max_topics)
     topics = rng.sample(TOPIC_POOL, n_topics)

@@ -60,7 +60,7 @@ def _member_id(rng: random.Random, i: int) -> str:
     return rng.choice(["A", "B", "c", "consumer-", "x"]) + str(rng.randrange(1000))
 
 
-def random_server_case(rng: random.Random, assignor: str, *, max_members: int = 10, max_topics: int = 6,
+def random_server_case(rng: random.Random, assignor: str, *, max_members: int = 10, max_topics: int = 6,  # noqa: C901, PLR0912 - draws each feature of a case in turn
                        max_partitions: int = 24) -> ServerCase:
     names = rng.sample(TOPIC_NAMES, rng.randint(1, max_topics))
     topics = {n: TopicMetadata(random_uuid(rng), rng.randint(1, max_partitions)) for n in names}

@@ -38,8 +38,8 @@ def report_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def chromium(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
     assert CHROMIUM is not None
-    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True,
-                          timeout=180)
+    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], check=False, capture_output=True,
+                          text=True, timeout=180)
 
 
 def test_every_plot_draws_and_the_console_is_clean(report_file: Path, tmp_path: Path) -> None:

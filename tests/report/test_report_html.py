@@ -168,6 +168,6 @@ def test_quiet_fleet_says_so() -> None:
 
 def test_missing_columns_are_a_clear_error() -> None:
     data = sample_report_data()
-    with pytest.raises(ValueError, match="storms.*severity"):
+    with pytest.raises(ValueError, match=r"storms.*severity"):
         ReportData(data.fleet, data.storms.drop(columns=["severity"]), data.generations, data.whatif,
                    data.generated_at)

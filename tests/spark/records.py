@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import coordinator_core as cc
 from coordinator_core.consumer_protocol import Assignment, Subscription, TopicPartition
-from coordinator_core.messages import GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, OffsetCommitValue
+from coordinator_core.messages import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
 
 
 def offset_commit(
@@ -30,7 +36,9 @@ def offset_tombstone(group: str, topic: str, partition: int) -> tuple[bytes, Non
     return k, None
 
 
-def member(member_id: str, topics: list[str], assigned: list[tuple[str, int]], *, instance_id: str | None = None) -> MemberMetadata:
+def member(
+    member_id: str, topics: list[str], assigned: list[tuple[str, int]], *, instance_id: str | None = None,
+) -> MemberMetadata:
     subscription = cc.encode_subscription(Subscription(version=1, topics=tuple(topics), user_data=None,
                                                        owned_partitions=(), generation_id=-1, rack_id=None))
     assignment = cc.encode_assignment(Assignment(version=1, partitions=tuple(TopicPartition(t, p) for t, p in assigned),

@@ -51,7 +51,7 @@ class Batch:
     def encode(self) -> bytes:
         deltas = self.offset_deltas or list(range(len(self.records)))
         body = b""
-        for delta, (key, value) in zip(deltas, self.records):
+        for delta, (key, value) in zip(deltas, self.records, strict=True):
             rec = bytes([0]) + _varint(0) + _varint(delta) + _bytes_field(key) + _bytes_field(value) + _varint(0)
             body += _varint(len(rec)) + rec
         attributes = (TRANSACTIONAL if self.transactional else 0) | (CONTROL if self.control else 0)

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.spark
 def test_each_frame_gets_its_own_rows_with_their_types_from_one_job(spark: SparkSession) -> None:
     first = spark.createDataFrame([("a", 1, b"\x00x"), ("b", None, None)], "name string, n int, raw binary")
     second = spark.range(5).groupBy((F.col("id") % 2).alias("odd")).agg(
-        F.count(F.lit(1)).alias("count"), F.min(F.struct("id", F.lit(dt.datetime(2024, 1, 1)).alias("at"))).alias("first")
+        F.count(F.lit(1)).alias("count"),
+        F.min(F.struct("id", F.lit(dt.datetime(2024, 1, 1)).alias("at"))).alias("first"),
     )
     empty = spark.createDataFrame([], "x long")
     tracker = spark.sparkContext.statusTracker()

@@ -95,7 +95,7 @@ def test_the_claim_of_a_process_that_died_on_this_host_is_taken_over(tables: Tab
 def test_a_claim_from_another_host_lapses_after_the_stale_hours(tables: Tables) -> None:
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     _append_claim(tables, _someone(1, host="broker-host-7", pid=1, at=now - dt.timedelta(hours=2)))
-    with pytest.raises(WarehouseClaimed, match="lapses after run.lock_stale_hours = 3"):
+    with pytest.raises(WarehouseClaimed, match=r"lapses after run.lock_stale_hours = 3"):
         RunClaim(tables, "too-early", "jobs.nightly", 3).claim()
     with RunClaim(tables, "late-enough", "jobs.nightly", 1.5) as claim:
         assert "older than run.lock_stale_hours = 1.5" in (claim.took_over or "")
@@ -148,7 +148,7 @@ def test_an_embedded_derby_metastore_in_use_is_named_not_a_hive_stack(tmp_path: 
         conf = _nightly_toml(tmp_path / "nightly.toml", tmp_path / "tables",
                              f'catalog = "hive"\nwarehouse_dir = "{tmp_path / "sw"}"\nmetastore_dir = "{metastore}"')
         started = time.monotonic()
-        job = subprocess.run([sys.executable, "-m", "jobs.nightly", "--conf", str(conf)], cwd=ROOT,
+        job = subprocess.run([sys.executable, "-m", "jobs.nightly", "--conf", str(conf)], check=False, cwd=ROOT,
                              capture_output=True, text=True, timeout=600)
         assert job.returncode == 75, job.stderr[-3000:]
         assert f"embedded Derby metastore {metastore} is in use by another process" in _one_error_line(job.stderr)
@@ -210,7 +210,7 @@ def test_the_nightly_job_refused_by_a_held_claim_exits_75_with_one_line_and_writ
             time.sleep(0.1)
         conf = _nightly_toml(tmp_path / "nightly.toml", location,
                              f'catalog = "in-memory"\nwarehouse_dir = "{tmp_path / "sw"}"\nmetastore_dir = ""')
-        job = subprocess.run([sys.executable, "-m", "jobs.nightly", "--conf", str(conf)], cwd=ROOT,
+        job = subprocess.run([sys.executable, "-m", "jobs.nightly", "--conf", str(conf)], check=False, cwd=ROOT,
                              capture_output=True, text=True, timeout=600)
     finally:
         os.killpg(holder.pid, 9)
@@ -247,6 +247,6 @@ SparkContext._gateway.proc.wait(timeout=60)
 def test_config_key_for_the_stale_claim_is_checked() -> None:
     from jobs.common.config import ConfigError
 
-    with pytest.raises(ConfigError, match="run.lock_stale_hours must be more than 0"):
+    with pytest.raises(ConfigError, match=r"run.lock_stale_hours must be more than 0"):
         parse_config({"sources": {"mode": "none"}, "run": {"lock_stale_hours": 0}})
     assert isinstance(parse_config({"sources": {"mode": "none"}}), Config)

@@ -158,9 +158,9 @@ def _run_in_pieces(tables: Tables, splits: Splits, member_pieces: MemberPieces) 
 def _expected_whatif(spark: SparkSession, splits: Splits) -> DataFrame:
     rows = []
     for (cluster, group), pieces in sorted(splits.items()):
-        for row in {r.key: r for r in whatif_of_history(final_rows(pieces))}.values():
-            rows.append((cluster, group, row.generation, row.assignor, row.static_membership, row.members,
-                         row.partitions, row.partitions_moved, row.balance, row.paused_partitions, row.error))
+        rows.extend((cluster, group, row.generation, row.assignor, row.static_membership, row.members,
+                     row.partitions, row.partitions_moved, row.balance, row.paused_partitions, row.error)
+                    for row in {r.key: r for r in whatif_of_history(final_rows(pieces))}.values())
     return spark.createDataFrame(rows, ASSIGNOR_WHATIF.schema)
 
 
@@ -181,9 +181,9 @@ def _expected_replay(spark: SparkSession, records: list[tuple[str, int, GroupMet
             r = replay_generation(value)
             common = (cluster, group, generation, offset, value.protocol or "", r.kafka_version, r.status, r.reason,
                       r.detail, r.matching_version, r.partition_counts_inferred)
-            for m in r.members:
-                rows.append((*common, m.member_id, _partitions(m.recorded), _partitions(m.replayed),
-                             _partitions(m.missing), _partitions(m.extra), not m.missing and not m.extra))
+            rows.extend((*common, m.member_id, _partitions(m.recorded), _partitions(m.replayed),
+                         _partitions(m.missing), _partitions(m.extra), not m.missing and not m.extra)
+                        for m in r.members)
             if not r.members:
                 rows.append((*common, "", None, None, None, None, None))
     return spark.createDataFrame(rows, ASSIGNMENT_REPLAY.schema)

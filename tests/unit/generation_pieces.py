@@ -11,6 +11,7 @@ and created again, and "Preparing to rebalance" lines that move each rebalance's
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -70,7 +71,7 @@ def split_runs(records: Sequence[GroupRecord], events: Sequence[CoordinatorEvent
     cuts = sorted(rng.sample(range(1, n), min(k - 1, n - 1))) if n > 1 else []
     bounds = [0, *cuts, n]
     runs: list[tuple[list[GroupRecord], list[CoordinatorEvent]]] = [
-        (list(records[a:b]), []) for a, b in zip(bounds, bounds[1:], strict=False)]
+        (list(records[a:b]), []) for a, b in itertools.pairwise(bounds)]
     ends = [_time(records[b - 1]) for b in bounds[1:]] if n else []
     for e in events:
         index = next((i for i, end in enumerate(ends) if e.timestamp is not None and e.timestamp <= end),
@@ -154,7 +155,7 @@ def final_rows(pieces: Iterable[Piece]) -> list[dict[str, Any]]:
 # Synthetic groups
 
 
-def synthetic_history(seed: int, *, generations: int = 160, group: str = "orders-svc", days: float = 4.0,
+def synthetic_history(seed: int, *, generations: int = 160, group: str = "orders-svc", days: float = 4.0,  # noqa: C901 - builds the history step by step, one branch per kind of churn
                       recreate: bool = True) -> tuple[list[GroupRecord], list[CoordinatorEvent]]:
     """One classic group's records and broker lines over ``days``: bursts of rebalances seconds apart
     (crash loops: the same client and host back with a new member id), quiet hours between them, members

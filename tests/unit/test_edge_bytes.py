@@ -70,7 +70,7 @@ def _filled(decl: schema.Struct, version: int) -> Any:
 
 def _declared_structs() -> list[schema.Struct]:
     out = [t.value for t in RECORD_TYPES.values() if t.value is not None]
-    return out + [m.CONSUMER_PROTOCOL_SUBSCRIPTION, m.CONSUMER_PROTOCOL_ASSIGNMENT, m.STICKY_ASSIGNOR_USER_DATA]
+    return [*out, m.CONSUMER_PROTOCOL_SUBSCRIPTION, m.CONSUMER_PROTOCOL_ASSIGNMENT, m.STICKY_ASSIGNOR_USER_DATA]
 
 
 def _absent_fields_are_none(decl: schema.Struct, version: int, want: Any, got: Any) -> int:

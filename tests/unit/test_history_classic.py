@@ -374,7 +374,7 @@ def test_cooperative_two_round_rebalance() -> None:
                                         PartitionMove("orders", 3, None, M2, None))
     assert rows[2].partitions_revoked_then_assigned == (PartitionMove("orders", 2, M1, M2, 2),
                                                         PartitionMove("orders", 3, M1, M2, 2))
-    assert [m.owned_partitions for m in rows[1].members][0][3].partition == 3
+    assert next(m.owned_partitions for m in rows[1].members)[3].partition == 3
 
     # With logs, the broker names the second round "Updating metadata ... need to revoke partitions".
     events = [

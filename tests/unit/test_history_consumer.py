@@ -174,7 +174,8 @@ def test_kip848_causes_from_logs() -> None:
 
 
 def test_kip848_group_goes_empty_then_deleted() -> None:
-    records = kip848_records()[:6] + [
+    records = [
+        *kip848_records()[:6],
         tombstone(7, 40.0, 8, A),
         cg_member(8, 40.0, A, None),
         cg_epoch(9, 40.0, 2),

@@ -9,6 +9,7 @@ same key, removed keys are deleted.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -66,9 +67,9 @@ def _split_by_time(records: list[GroupRecord], events: list[CoordinatorEvent], k
     cuts = sorted(rng.sample(range(1, len(records)), min(k - 1, max(len(records) - 1, 0)))) if len(records) > 1 else []
     bounds = [0, *cuts, len(records)]
     runs = []
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         runs.append((records[a:b], []))
-    ends = [_time(records[b - 1]) for _, b in zip(bounds, bounds[1:])]
+    ends = [_time(records[b - 1]) for _, b in itertools.pairwise(bounds)]
     for e in events:
         index = next((i for i, end in enumerate(ends) if e.timestamp is not None and e.timestamp <= end), len(runs) - 1)
         runs[index][1].append(e)

@@ -146,4 +146,4 @@ def test_classic_tombstone_written_after_the_consumer_records_is_a_conversion() 
         group_tombstone(3, 20.0),
     ]
     assert offset_history(records) == []
-    assert [r.kind for r in offset_history(records[:1] + [group_tombstone(1, 20.0)])] == [GROUP_DELETED]
+    assert [r.kind for r in offset_history([*records[:1], group_tombstone(1, 20.0)])] == [GROUP_DELETED]
