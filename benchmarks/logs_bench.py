@@ -31,10 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from jobs.common.config import Config, SparkConfig, TablesConfig, parse_config
+from jobs.common.config import Config, LogSource, SparkConfig, TablesConfig, parse_config
 from jobs.common.delta_io import Tables
 from jobs.common.session import build_session
-from jobs.logs import LogSource, run_logs
+from jobs.logs.stage import run_logs
 from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
 
 GC = "(kafka.coordinator.group.GroupCoordinator)"

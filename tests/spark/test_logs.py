@@ -17,56 +17,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from coordinator_core.logs import classify_log_entry, iter_log_entries
-from coordinator_core.logs import parser as log_parser
-from jobs.common.config import ConfigError
+from jobs.common.config import ConfigError, LogSource
 from jobs.common.delta_io import Tables
-from jobs.logs import (
-    FileScan,
-    LogSource,
-    file_identity,
-    list_log_files,
-    parse_log_sources,
-    run_logs,
-    scan_container_file,
-    scan_log_file,
-)
+from jobs.logs.listing import parse_log_sources
+from jobs.logs.stage import run_logs
 from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
+from tests.unit.log_lines import BROKER_LINES, CC, CLIENT_LINES, GC, M1, M2, write_lines
 
 STARTED = dt.datetime(2024, 6, 1, 3, 0, 0)
-M1 = "consumer-orders-svc-1-1a2b3c4d-0000-4e5f-8a9b-0123456789ab"
-M2 = "consumer-orders-svc-2-5e6f7a8b-1111-4c2d-9e8f-fedcba987654"
-GC = "(kafka.coordinator.group.GroupCoordinator)"
-NGMM = "(org.apache.kafka.coordinator.group.GroupMetadataManager)"
-CC = "(org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)"
-
-# Broker 1 writes local time in Europe/Berlin (CEST, UTC+2 in June).
-BROKER_LINES = [
-    "[2024-06-01 10:00:00,000] INFO Registered kafka:type=kafka.Log4jController MBean"
-    " (kafka.utils.Log4jControllerRegistration$)",
-    "[2024-06-01 10:00:01,003] INFO [GroupCoordinator 1]: Member " + M2 + " in group orders-svc has failed,"
-    " removing it from the group " + GC,
-    "[2024-06-01 10:00:01,004] INFO [GroupCoordinator 1]: Preparing to rebalance group orders-svc in state"
-    " PreparingRebalance with old generation 6 (__consumer_offsets-12) (reason: removing member " + M2
-    + " on heartbeat expiration) " + GC,
-    "[2024-06-01 10:00:02,000] WARN [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Error in response"
-    " (kafka.server.ReplicaFetcherThread)",
-    "org.apache.kafka.common.errors.DisconnectException",
-    "\tat org.apache.kafka.clients.NetworkClient.poll(NetworkClient.java:123)",
-    "[2024-06-01 10:00:04,010] INFO [GroupCoordinator 1]: Stabilized group orders-svc generation 7"
-    " (__consumer_offsets-12) with 2 members " + GC,
-    "[2024-06-01 10:00:05,000] INFO [GroupCoordinator 1]: Frobnicated group orders-svc beyond repair " + GC,
-    "[2024-06-01 10:00:06,000] INFO [GroupCoordinator id=1 topic=__consumer_offsets partition=12] Stabilized"
-    " group billing generation 3 with 1 members. " + NGMM,
-]
-CLIENT_LINES = [
-    "[2024-06-01 08:00:04,070] INFO [Consumer clientId=consumer-orders-svc-1, groupId=orders-svc] Successfully"
-    " joined group with generation Generation{generationId=7, memberId='" + M1 + "', protocol='range'} " + CC,
-    "[2024-06-01 08:00:04,080] INFO [Consumer clientId=consumer-orders-svc-1, groupId=orders-svc] Subscribed to"
-    " topic(s): orders (org.apache.kafka.clients.consumer.KafkaConsumer)",
-    "[2024-06-01 08:00:05,501] INFO [Consumer clientId=consumer-orders-svc-1, groupId=orders-svc] Request"
-    " joining group due to: group is already rebalancing " + CC,
-]
-
 EVENT_COLUMNS = (
     "cluster string, log_source string, path string, line_number long, event_type string, line_kind string,"
     " timestamp timestamp, broker_id int, offsets_partition int, group_id string, generation int,"
@@ -77,12 +35,6 @@ READ_COLUMNS = (
     "path string, first_line long, last_line long, lines_read long, entries long, archived_entries long,"
     " events long, unparsed long, unparsed_lines array<long>, ingest_run_id string"
 )
-
-
-def write_lines(path: Path, lines: list[str], mode: str = "w") -> None:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, mode + "t", encoding="utf-8", newline="") as handle:
-        handle.write("".join(line + "\n" for line in lines))
 
 
 def sources_for(root: Path) -> list[LogSource]:
@@ -188,10 +140,10 @@ def test_each_file_is_scanned_once_and_nothing_stays_held(
     as a local run holds it and as a cluster run does; what held it is let go at the end of the stage."""
     import functools
 
-    import jobs.logs as logs
+    from jobs.logs import scan, stage
 
     scans = tmp_path / "scans"
-    real_scan = logs.scan_log_files
+    real_scan = scan.scan_log_files
 
     def counted_scan(files: DataFrame, **kwargs: object) -> DataFrame:
         path = str(scans)
@@ -204,8 +156,8 @@ def test_each_file_is_scanned_once_and_nothing_stays_held(
 
         return real_scan(files.mapInArrow(note, files.schema), **kwargs)
 
-    monkeypatch.setattr(logs, "scan_log_files", counted_scan)
-    monkeypatch.setattr(logs, "_held", functools.partial(logs._held, local=local))
+    monkeypatch.setattr(stage, "scan_log_files", counted_scan)
+    monkeypatch.setattr(stage, "held", functools.partial(scan.held, local=local))
     held_before = spark.sparkContext._jsc.sc().getPersistentRDDs().size()
     result = run(tables, log_root, 1)
     assert len(result.files) == 2
@@ -315,167 +267,12 @@ def test_malformed_coordinator_lines_counted_per_file(tables: Tables, tmp_path: 
     assert counts == [("server.log.3", 1, 1, 1, (1,)), ("server.log.4", 0, 1, 0, (1,))]
 
 
-def scanned(path: Path, skip: int = 0, hold_back_last: bool = False, end_byte: int | None = None,
-            **options: object) -> tuple[list[tuple[int, int, str]], FileScan]:
-    scan = FileScan(skip + 1, skip, end_byte)
-    rows = [row for numbers, counts, texts in scan_log_file(str(path), scan, hold_back_last, **options)  # type: ignore[arg-type]
-            for row in zip(numbers, counts, texts, strict=True)]
-    return rows, scan
-
-
-MIXED_LINES = [
-    "continuation before any head",
-    *BROKER_LINES,
-    "[2024-06-01 10:00:07,000] ERROR boom (kafka.server.KafkaApis)\r",
-    *[f"\tat frame{i}" for i in range(40)],
-    "Caused by: java.lang.IllegalStateException: x\r",
-    *CLIENT_LINES,
-]
-
-
-def test_scanner_joins_entries_like_the_reference_reader(tmp_path: Path) -> None:
-    path = tmp_path / "mixed.log.1"
-    write_lines(path, MIXED_LINES)
-    with open(path, encoding="utf-8") as handle:
-        reference = [(e.line_number, e.line_count, e.text) for e in iter_log_entries(handle)]
-    last = reference[-1][0] + reference[-1][1] - 1
-    for block_bytes in (64, 300, 1 << 20):
-        rows, scan = scanned(path, all_entries=True, block_bytes=block_bytes)
-        assert rows == reference, block_bytes
-        assert (scan.last_line, scan.end_byte, scan.entries) == (last, path.stat().st_size, len(reference))
-    rows, scan = scanned(path, 10, hold_back_last=True, all_entries=True, block_bytes=128)
-    assert rows == [r for r in reference if r[0] > 10][:-1]
-    assert scan.last_line == reference[-1][0] - 1
-
-
-def test_scanner_keeps_coordinator_looking_entries_only(tmp_path: Path) -> None:
-    path = tmp_path / "mixed.log.1"
-    write_lines(path, MIXED_LINES)
-    rows, scan = scanned(path, block_bytes=256)
-    # By hand: MIXED_LINES[i] is line i + 1; the GroupCoordinator/GroupMetadataManager lines of the broker
-    # and the ConsumerCoordinator lines of the client.
-    assert [(n, c) for n, c, _ in rows] == [(3, 1), (4, 1), (8, 1), (9, 1), (10, 1), (53, 1), (55, 1)]
-    assert rows[0][2] == BROKER_LINES[1]
-    assert scan.entries == 12
-
-
-def test_scanner_resumes_at_the_recorded_byte_or_by_counting(tmp_path: Path) -> None:
-    path = tmp_path / "server.log"
-    write_lines(path, BROKER_LINES)
-    first, scan = scanned(path, hold_back_last=True, all_entries=True)
-    assert scan.last_line == 8 and scan.end_byte == sum(len(line) + 1 for line in BROKER_LINES[:8])
-    write_lines(path, CLIENT_LINES, mode="a")
-    resumed, by_seek = scanned(path, scan.last_line, end_byte=scan.end_byte, all_entries=True)
-    counted, by_count = scanned(path, scan.last_line, all_entries=True)
-    # An offset that is not just after a newline (the file was replaced) is not trusted: lines are counted.
-    distrusted, by_distrust = scanned(path, scan.last_line, end_byte=scan.end_byte + 3, all_entries=True)
-    assert [n for n, _, _ in resumed] == [9, 10, 11, 12]
-    assert resumed == counted == distrusted
-    assert by_seek == by_count == by_distrust
-
-
-@pytest.mark.parametrize("past_listing", [0, 10], ids=["at-a-line-end", "mid-line"])
-def test_scanner_reads_no_further_than_the_size_listed(tmp_path: Path, past_listing: int) -> None:
-    """A scan computed again after the file grew (its cached output lost on a cluster) reads what the
-    first computation read: the file as it was when listed, here even when the cut falls inside a line."""
-    path, as_listed = tmp_path / "server.log", tmp_path / "as-listed.log"
-    write_lines(path, BROKER_LINES)
-    write_lines(path, CLIENT_LINES, mode="a")
-    listed = sum(len(line) + 1 for line in BROKER_LINES) + past_listing
-    as_listed.write_bytes(path.read_bytes()[:listed])
-    capped, scan = scanned(path, hold_back_last=True, all_entries=True, read_until=listed)
-    expected, expected_scan = scanned(as_listed, hold_back_last=True, all_entries=True)
-    assert capped == expected and capped
-    assert (scan.last_line, scan.end_byte, scan.entries) == (expected_scan.last_line, expected_scan.end_byte,
-                                                            expected_scan.entries)
-    # the next run reads on from the recorded position: together, the whole file, each entry once
-    rest, _ = scanned(path, scan.last_line, end_byte=scan.end_byte, all_entries=True)
-    everything, _ = scanned(path, all_entries=True)
-    assert capped + rest == everything
-
-
-def test_scanner_cuts_entries_at_the_line_limit_like_the_reference(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(log_parser, "MAX_ENTRY_LINES", 4)
-    path = tmp_path / "long.log.1"
-    write_lines(path, MIXED_LINES)
-    with open(path, encoding="utf-8") as handle:
-        reference = [(e.line_number, e.line_count, e.text) for e in iter_log_entries(handle)]
-    assert max(count for _, count, _ in reference) == 4
-    for block_bytes in (50, 333, 1 << 20):
-        assert scanned(path, all_entries=True, block_bytes=block_bytes)[0] == reference, block_bytes
-
-
-def test_container_prefixed_files_use_the_reference_reader(tmp_path: Path) -> None:
-    (tmp_path / "k").mkdir()
-    path = tmp_path / "k" / "kafka-0.log"
-    write_lines(path, [
-        "2024-06-01T10:00:00.000000001Z stdout P [2024-06-01 10:00:00,000] INFO [GroupCoordinator 1]: Stabilized",
-        "2024-06-01T10:00:00.000000002Z stdout F  group g generation 7 " + GC,
-        "2024-06-01T10:00:01.000000000Z stdout F [2024-06-01 10:00:01,000] INFO x (kafka.server.KafkaServer)",
-        "2024-06-01T10:00:02.000000000Z stdout F [2024-06-01 10:00:02,000] INFO y (kafka.server.KafkaServer)",
-    ])
-    write_lines(tmp_path / "k" / "plain.log", BROKER_LINES)
-    layouts = {Path(f.path).name: f.container_layout
-               for f in list_log_files([LogSource("c", "k", (str(tmp_path / "k" / "*.log"),))])}
-    assert layouts == {"kafka-0.log": True, "plain.log": False}
-    scan = FileScan(1, 0, None)
-    got = [row for n, c, t in scan_container_file(str(path), scan, True) for row in zip(n, c, t, strict=True)]
-    assert got == [(1, 2, "[2024-06-01 10:00:00,000] INFO [GroupCoordinator 1]: Stabilized group g generation 7 " + GC)]
-    assert (scan.last_line, scan.end_byte, scan.entries) == (3, None, 2)
-    # read no further than the size listed: the first two lines (one entry, held back as the last one)
-    listed = len(path.read_bytes().split(b"\n", 2)[0]) + len(path.read_bytes().split(b"\n", 2)[1]) + 2
-    capped_scan = FileScan(1, 0, None)
-    assert [row for n, c, t in scan_container_file(str(path), capped_scan, True, read_until=listed)
-            for row in zip(n, c, t, strict=True)] == []
-    assert (capped_scan.last_line, capped_scan.entries) == (0, 0)
-    capped_scan = FileScan(1, 0, None)
-    got = [row for n, c, t in scan_container_file(str(path), capped_scan, False, read_until=listed)
-           for row in zip(n, c, t, strict=True)]
-    assert got == [(1, 2, "[2024-06-01 10:00:00,000] INFO [GroupCoordinator 1]: Stabilized group g generation 7 " + GC)]
-    assert (capped_scan.last_line, capped_scan.entries) == (2, 1)
-
-
-def test_file_identity_survives_rotation_and_compression(tmp_path: Path) -> None:
-    write_lines(tmp_path / "server.log.1", BROKER_LINES)
-    write_lines(tmp_path / "server.log.1.gz", BROKER_LINES)
-    write_lines(tmp_path / "partial.log", [])
-    with open(tmp_path / "partial.log", "w") as handle:
-        handle.write("[2024-06-01 10:00:00,000] INFO no newline yet")
-    plain = file_identity("c1", "broker-1", str(tmp_path / "server.log.1"))
-    assert plain is not None
-    assert file_identity("c1", "broker-1", str(tmp_path / "server.log.1.gz")) == plain
-    assert file_identity("c1", "broker-2", str(tmp_path / "server.log.1")) != plain
-    assert file_identity("c1", "broker-1", str(tmp_path / "partial.log")) is None
-
-
 def test_log_sources_config_is_strict(tmp_path: Path) -> None:
     sources = parse_log_sources([{"cluster": "c", "source": "b1", "paths": ["logs/server.log*"], "broker_id": 1}],
                                 root=tmp_path)
     assert sources == (LogSource("c", "b1", (str(tmp_path / "logs/server.log*"),), "UTC", 1),)
-    with pytest.raises(ConfigError, match="sources.logs\\[0\\].path"):
+    with pytest.raises(ConfigError, match=r"sources.logs\[0\].path"):
         parse_log_sources([{"cluster": "c", "source": "b1", "path": "x"}], root=tmp_path)
-
-
-def test_prefilter_keeps_every_entry_the_parser_does_not_call_unrelated(tmp_path: Path) -> None:
-    texts = [*MIXED_LINES, '{"message": "[GroupCoordinator 1]: Stabilized group g generation 7"}',
-             '{"message": "hello", "logger_name": "kafka.server.KafkaServer"}', "[GroupCoordinator 3]: bare",
-             "[2024-06-01 08:00:06,000] INFO [Consumer clientId=c-1, groupId=g] Updating assignment with",
-             "\tAssigned partitions:                       [orders-0]",
-             " (org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)",
-             "[2024-06-01 08:00:07,000] INFO done (kafka.server.KafkaServer)"]
-    path = tmp_path / "prefilter.log.1"
-    write_lines(path, texts)
-    with open(path, encoding="utf-8") as handle:
-        entries = list(iter_log_entries(handle))
-    related = {e.line_number for e in entries if classify_log_entry(e.text).status != "unrelated"}
-    kept = {n for n, _, _ in scanned(path)[0]}
-    assert related <= kept
-    # Kept although the parser calls it unrelated: the JSON "hello" entry, which the envelope-less
-    # "[GroupCoordinator 3]: bare" line continues (a marker in a continuation line; the parser reads the
-    # entry as broken JSON whose first line names no coordinator).
-    assert kept - related == {2 + len(MIXED_LINES)}
-    assert 1 + len(MIXED_LINES) + 3 in related  # the message whose logger is on its last line
 
 
 def test_multi_line_coordinator_entries_archived_joined(spark: SparkSession, tables: Tables, tmp_path: Path) -> None:
@@ -731,7 +528,8 @@ def test_the_nightly_logs_stage_cuts_lines_at_the_configured_max_line_bytes(spar
     """`[logs] max_line_bytes` reaches the scan through the nightly job (it once read the default whatever
     the configuration said): a 5,000-byte line is over-long at 2,048 and archived cut there."""
     from jobs.common.config import Config, LogsConfig, SourcesConfig, TablesConfig
-    from jobs.nightly import STAGES, run_nightly
+    from jobs.nightly import run_nightly
+    from jobs.stages import STAGES
 
     long_line = f"[2024-06-01 10:00:08,000] INFO [GroupCoordinator 1]: {'y' * 5000} {GC}".encode()
     (tmp_path / "b").mkdir()
@@ -758,7 +556,8 @@ def test_the_first_nightly_run_after_log_file_reads_gained_columns_rolls_nothing
     from pyspark.sql import types as T
 
     from jobs.common.config import Config, SourcesConfig, TablesConfig
-    from jobs.nightly import STAGES, run_nightly
+    from jobs.nightly import run_nightly
+    from jobs.stages import STAGES
 
     new = ["status", "malformed_lines", "overlong_lines", "invalid_utf8_lines"]
     old_schema = T.StructType([f for f in LOG_FILE_READS.schema.fields if f.name not in new])

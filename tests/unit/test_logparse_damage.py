@@ -11,16 +11,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from jobs.logs import (
-    FileScan,
-    cut_long_lines,
-    damaged_lines,
-    read_available,
-    reclassified_without_replacements,
-    scan_container_file,
-    scan_log_file,
-    worth_a_row,
-)
+from coordinator_core.logs.damage import cut_long_lines, damaged_lines, reclassified_without_replacements
+from coordinator_core.logs.files import read_available
+from coordinator_core.logs.scan import FileScan, scan_container_file, scan_log_file
+from jobs.logs.listing import worth_a_row
 
 GC = "(kafka.coordinator.group.GroupCoordinator)"
 
