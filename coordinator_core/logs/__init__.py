@@ -1,8 +1,11 @@
 """Coordinator log parsing: broker and client log lines into ``CoordinatorEvent`` records.
 
 The catalogue of lines (``LINE_KINDS``), the message prefixes and the envelope layouts are declared as
-data so a Spark job can run the same patterns in the JVM; this package is the pure-Python reference
-implementation and never imports Spark.
+data, read by the reference parser (``parser``, Python's ``re``) and by the column-wise classifier
+(``bulk``, Arrow's RE2 kernels) alike. Reading log files is here too: ``files`` (plain or gzip, up to a
+cut, file identities), ``scan`` (the block scanner and the reference reader), ``keep`` (which entries are
+kept) and ``damage`` (damaged lines). The package never imports Spark; ``bulk``, ``scan``, ``keep`` and
+``damage`` need numpy and pyarrow, and are not imported here.
 """
 
 from __future__ import annotations
