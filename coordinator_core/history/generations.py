@@ -124,7 +124,7 @@ EVENT_SLACK = timedelta(minutes=1)
 MAX_TAIL = 256
 
 
-def fold_generations(
+def fold_generations(  # noqa: C901, PLR0915 - grandfathered: the fold's one pass, splitting it is not done yet
     state: GenerationState | None,
     records: Iterable[Any] = (),
     events: Iterable[CoordinatorEvent] = (),
@@ -287,7 +287,7 @@ def _attributed(group_id: str | None, events: list[CoordinatorEvent], records: S
                 state: GenerationState) -> list[CoordinatorEvent]:
     """Member-scoped lines that name no group (``inputs.member_scoped``), given to this group when their member
     id is one of its members (in its records, its carried drafts or its own lines); the nightly job attributes
-    them before the fold (jobs/history.py), against the whole cluster, and this does the same for direct
+    them before the fold (jobs/history/inputs.py), against the whole cluster, and this does the same for direct
     callers. The others stay group-less and ``_events_of`` leaves them out."""
     if group_id is None or not any(member_scoped(e) for e in events):
         return events
@@ -344,9 +344,9 @@ def _with_gaps(drafts: list[Draft], outcome: str) -> list[Draft]:
             missing = list(range(previous.generation + 1, d.generation))
             if len(missing) > MAX_GAP_ROWS:
                 missing = [missing[0], missing[-1]]
-            for number in missing:
-                out.append(Draft(group_protocol=d.group_protocol, generation=number, outcome=outcome,
-                                 protocol_type=d.protocol_type, group_epoch=number if d.group_epoch else None))
+            out.extend(Draft(group_protocol=d.group_protocol, generation=number, outcome=outcome,
+                             protocol_type=d.protocol_type, group_epoch=number if d.group_epoch else None)
+                       for number in missing)
         out.append(d)
     return out
 
@@ -454,7 +454,7 @@ def _set_ends(drafts: list[Draft]) -> None:
         d.ended_by = ENDED_BY_PROTOCOL_CHANGE if nxt.group_protocol != d.group_protocol else ENDED_BY_NEXT_GENERATION
 
 
-def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent], context: RowsContext,
+def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent], context: RowsContext,  # noqa: C901, PLR0912, PLR0915 - grandfathered: one pass with the row context in locals, to split later
           snapshot_at: int) -> tuple[list[GenerationRow], RowsContext]:
     """The rows of ``drafts``, continuing from ``context``; also the context as it stands before draft
     ``snapshot_at`` (where the next run's tail starts)."""
@@ -654,7 +654,7 @@ def _infer(d: Draft, base: Draft | None, previous: Draft | None, joined: list[st
             "group epoch never seen although later ones were (every epoch bump is written and logged, so "
             "this one's record or line was lost)")
     if base is None or base.members is None or d.members is None:
-        if previous is None and d.generation == 1 or (d.group_protocol == CONSUMER and base is None):
+        if (previous is None and d.generation == 1) or (d.group_protocol == CONSUMER and base is None):
             return ev.NEW_MEMBER, [ev.NEW_MEMBER], "the group's first generation: its first members joined"
         return UNKNOWN_CAUSE, [UNKNOWN_CAUSE], "no earlier generation with known members to compare with"
     static_new = {c.new_member_id for c in changes if c.kind == STATIC_RESTART and c.since_generation != d.generation}

@@ -36,8 +36,9 @@ from coordinator_core.logs import events as ev
 from jobs import nightly
 from jobs.common.config import Config, HistoryConfig, LogSource, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.nightly import STAGES, RunContext, Stage, run_nightly
-from jobs.offset_events import OffsetEventsResult, run_offset_events
+from jobs.nightly import run_nightly
+from jobs.offset_events.stage import OffsetEventsResult, run_offset_events
+from jobs.stages import STAGES, RunContext, Stage
 from jobs.synthetic_fleet import FleetSpec, write_fleet
 from schemas import (
     ALL_TABLES,

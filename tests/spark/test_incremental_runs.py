@@ -25,8 +25,9 @@ from pyspark.sql import types as T
 
 from jobs.common.config import Config, LogSource, ReportConfig, SegmentSource, SourcesConfig, StormsConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.nightly import STAGES, StoppedAfterStage, run_nightly
-from jobs.offset_events import OffsetEventsResult, run_offset_events
+from jobs.nightly import StoppedAfterStage, run_nightly
+from jobs.offset_events.stage import OffsetEventsResult, run_offset_events
+from jobs.stages import STAGES
 from schemas import CONSUMER_GROUP_RECORDS, COORDINATOR_EVENTS, GROUP_METADATA, OFFSET_COMMITS, RAW_OFFSETS
 from schemas.gold import GOLD_TABLES
 from schemas.state import GROUP_STATE

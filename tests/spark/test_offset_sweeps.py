@@ -27,8 +27,11 @@ from coordinator_core.history.offsets import EXPLAIN_GROUP_SWEPT
 from coordinator_core.logs import CoordinatorEvent
 from jobs.common.config import Config, LogSource, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.nightly import STAGES, run_nightly
-from jobs.offset_events import classify_tombstones, evidence_events, run_offset_events, sweep_events
+from jobs.nightly import run_nightly
+from jobs.offset_events.inputs import evidence_events, sweep_events
+from jobs.offset_events.rows import classify_tombstones
+from jobs.offset_events.stage import run_offset_events
+from jobs.stages import STAGES
 from schemas import CONSUMER_GROUP_RECORDS, GROUP_METADATA, OFFSET_COMMITS
 from schemas.gold import OFFSET_EVENTS
 from schemas.logs import COORDINATOR_EVENTS
