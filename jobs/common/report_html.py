@@ -138,7 +138,7 @@ def colour_map(causes: Sequence[str]) -> dict[str, str]:
 
 def utc(value: Any, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
     """A timestamp as text with its zone (the tables hold UTC; a zone-aware value is converted)."""
-    if value is None or value is pd.NaT or (isinstance(value, float) and value != value):
+    if value is None or value is pd.NaT or (isinstance(value, float) and value != value):  # noqa: PLR0124 - NaN, pandas' missing float, is the one value unequal to itself
         return "-"
     stamp = pd.Timestamp(value)
     if stamp.tzinfo is not None:
@@ -176,7 +176,7 @@ def _anchors(data: ReportData) -> dict[GroupKey, str]:
 
 def cause_html(cause: Any, inferred: Any) -> str:
     """A cause with its colour swatch, and "inferred from the records" when no log line explained it."""
-    name = "unknown" if cause is None or cause != cause else str(cause)
+    name = "unknown" if cause is None or cause != cause else str(cause)  # noqa: PLR0124 - NaN, pandas' missing float, is the one value unequal to itself
     swatch = f'<span class="swatch" style="background:{colour_map([name])[name]}"></span>'
     note = f' <span class="inferred">({INFERRED})</span>' if inferred is True else ""
     return f'<span class="cause-name">{swatch}<span class="cause">{_esc(name)}</span></span>{note}'
@@ -184,7 +184,7 @@ def cause_html(cause: Any, inferred: Any) -> str:
 
 def advice_html(cause: Any, *, full: bool) -> str:
     """What to change for a cause: the setting names, and with `full` the sentence that explains them."""
-    advice = advice_for(None if cause is None or cause != cause else str(cause))
+    advice = advice_for(None if cause is None or cause != cause else str(cause))  # noqa: PLR0124 - NaN, pandas' missing float, is the one value unequal to itself
     if advice is None:
         return "-"
     settings = ", ".join(f"<code>{_esc(s)}</code>" for s in advice.settings)
@@ -194,7 +194,7 @@ def advice_html(cause: Any, *, full: bool) -> str:
 
 
 def evidence_html(evidence: Any, limit: int = 480) -> str:
-    if evidence is None or evidence != evidence or not str(evidence):
+    if evidence is None or evidence != evidence or not str(evidence):  # noqa: PLR0124 - NaN, pandas' missing float, is the one value unequal to itself
         return '<span class="quiet-note">no log line</span>'
     text = str(evidence)
     short = text if len(text) <= limit else text[:limit - 1] + "…"
@@ -296,7 +296,7 @@ def _why(gens: pd.DataFrame, fleet_row: pd.Series | None) -> str:
     """The group's why: its dominant cause (the fleet's rule), what to change, and who triggered most."""
     rebalances = len(gens)
     dominant = None if fleet_row is None else fleet_row["dominant_cause"]
-    if dominant is None or dominant != dominant:
+    if dominant is None or dominant != dominant:  # noqa: PLR0124 - NaN, pandas' missing float, is the one value unequal to itself
         dominant = gens["cause"].mode().iloc[0] if rebalances else "unknown"
     of_it = gens[gens["cause"] == dominant]
     inferred = bool(len(of_it)) and bool(of_it["cause_inferred"].fillna(False).all())
@@ -326,12 +326,9 @@ def _group_section(data: ReportData, cluster: str, group_id: str, anchor: str) -
     parts.append(_why(gens, fleet_row))
     colours = colour_map(sorted(gens["cause"].unique()))
     # Members per generation: one bar per (member, generation) spanning the generation's lifetime.
-    rows = []
-    for g in gens.itertuples():
-        end = g.ended_at if pd.notna(g.ended_at) else data.generated_at
-        for label in g.members:
-            rows.append({"member": label, "start": g.started_at, "end": end, "generation": g.generation,
-                         "cause": g.cause})
+    rows = [{"member": label, "start": g.started_at, "end": g.ended_at if pd.notna(g.ended_at) else data.generated_at,
+             "generation": g.generation, "cause": g.cause}
+            for g in gens.itertuples() for label in g.members]
     if rows:
         members = pd.DataFrame(rows)
         fig = px.timeline(members, x_start="start", x_end="end", y="member", color="cause",
