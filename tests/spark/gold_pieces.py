@@ -11,6 +11,7 @@ stage does (upsert with `_deleted`) and hands the same frame to the stage under 
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -23,7 +24,8 @@ from pyspark.sql import types as T
 
 from jobs.common.config import Config, LogSource, ReportConfig, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.nightly import STAGES, run_nightly
+from jobs.nightly import run_nightly
+from jobs.stages import STAGES
 from schemas.gold import GROUP_GENERATIONS
 from tests.unit.generation_pieces import Piece, key_of
 
@@ -88,7 +90,7 @@ def cut(rows: Sequence[dict[str, Any]], k: int, rng: random.Random, *, amend: bo
     n = len(ordered)
     cuts = sorted(rng.sample(range(1, n), min(k - 1, n - 1))) if n > 1 else []
     bounds = [0, *cuts, n]
-    pieces = [Piece([dict(r) for r in ordered[a:b]], []) for a, b in zip(bounds, bounds[1:], strict=False)]
+    pieces = [Piece([dict(r) for r in ordered[a:b]], []) for a, b in itertools.pairwise(bounds)]
     while len(pieces) < k:
         pieces.append(Piece())
     final = {key_of(r): r for r in ordered}

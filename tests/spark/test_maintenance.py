@@ -20,11 +20,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-import jobs.maintenance as maintenance
+from jobs import maintenance
 from jobs.common.config import Config, ConfigError, MaintenanceConfig, SourcesConfig, TablesConfig, parse_config
 from jobs.common.delta_io import Tables
 from jobs.maintenance import run_maintenance
-from jobs.nightly import STAGES, StoppedAfterStage, run_nightly
+from jobs.nightly import StoppedAfterStage, run_nightly
+from jobs.stages import STAGES
 from jobs.synthetic_fleet import FleetSpec, write_fleet
 from schemas import ALL_TABLES, INGEST_RUNS, OFFSET_COMMITS, RAW_OFFSETS, TableSpec
 from tests.spark.rows import raw, raw_frame
@@ -57,7 +58,7 @@ def test_maintenance_is_on_by_default_with_deltas_safety_margin() -> None:
 
 
 def test_a_retention_below_deltas_safety_margin_needs_the_operators_consent() -> None:
-    with pytest.raises(ConfigError, match="maintenance.vacuum_retention_hours = 24 is below Delta's safety margin"):
+    with pytest.raises(ConfigError, match=r"maintenance.vacuum_retention_hours = 24 is below Delta's safety margin"):
         parse_config({"sources": {"mode": "none"}, "maintenance": {"vacuum_retention_hours": 24}})
     config = parse_config({"sources": {"mode": "none"},
                            "maintenance": {"vacuum_retention_hours": 24, "allow_short_retention": True}})
@@ -65,9 +66,9 @@ def test_a_retention_below_deltas_safety_margin_needs_the_operators_consent() ->
 
 
 def test_unknown_and_out_of_range_maintenance_keys_are_named() -> None:
-    with pytest.raises(ConfigError, match="unknown configuration key maintenance.optimise"):
+    with pytest.raises(ConfigError, match=r"unknown configuration key maintenance.optimise"):
         parse_config({"sources": {"mode": "none"}, "maintenance": {"optimise": True}})
-    with pytest.raises(ConfigError, match="maintenance.max_small_files must be 1 or more, found 0"):
+    with pytest.raises(ConfigError, match=r"maintenance.max_small_files must be 1 or more, found 0"):
         parse_config({"sources": {"mode": "none"}, "maintenance": {"max_small_files": 0}})
 
 
@@ -206,7 +207,7 @@ def test_vacuum_keeps_the_files_of_the_version_a_recovery_goes_back_to(spark: Sp
     run_maintenance(tables, [RAW_OFFSETS], TIGHT)  # compact again (the restore brought the three back)
     maintenance.vacuum(tables, RAW_OFFSETS, 0, below_safety_check=True)
     assert not originals & _data_files(tables, RAW_OFFSETS)
-    with pytest.raises(Exception, match="(?i)not exist|FileNotFound|FILE_NOT_EXIST"):
+    with pytest.raises(Exception, match=r"(?i)not exist|FileNotFound|FILE_NOT_EXIST"):
         tables.read(RAW_OFFSETS, version=committed).collect()
 
 

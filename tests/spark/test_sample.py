@@ -15,7 +15,8 @@ from pyspark.sql import types as T
 import coordinator_core as cc
 from jobs.common.config import PROJECT_ROOT, Config, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.nightly import RunContext, STAGES, run_nightly
+from jobs.nightly import run_nightly
+from jobs.stages import STAGES, RunContext
 from schemas import GROUP_MEMBERS, OFFSET_COMMITS
 
 # The archive and decode stages this file tests (later stages have their own tests).
@@ -70,7 +71,9 @@ def test_every_record_is_archived_and_decodes(sample_run: tuple[Tables, RunConte
     assert {r[0] for r in ctx.decode.coverage} == {p.name for p in SAMPLE_DIRS}  # one cluster per broker
 
 
-def test_members_of_every_generation_match_the_clients(spark: SparkSession, sample_run: tuple[Tables, RunContext]) -> None:
+def test_members_of_every_generation_match_the_clients(
+    spark: SparkSession, sample_run: tuple[Tables, RunContext],
+) -> None:
     tables, _ = sample_run
     expected_rows = []
     for sample_dir in SAMPLE_DIRS:
@@ -81,8 +84,8 @@ def test_members_of_every_generation_match_the_clients(spark: SparkSession, samp
             # coordinator rewrites the generation's record, and group_members holds its latest state.
             renamed = {(r["generation"], r["old_member_id"]): r["new_member_id"] for r in scenario["static_restarts"]}
             for generation in scenario["generations"]:
-                for client, member_id in generation["member_ids"].items():
-                    member_id = renamed.get((generation["generation"], member_id), member_id)
+                for client, first_member_id in generation["member_ids"].items():
+                    member_id = renamed.get((generation["generation"], first_member_id), first_member_id)
                     assigned = sorted(f"{t}-{p}" for t, p in generation["assignment"].get(client, []))
                     expected_rows.append((sample_dir.name, scenario["group_id"], generation["generation"], member_id,
                                           assigned))
@@ -105,7 +108,9 @@ def test_members_of_every_generation_match_the_clients(spark: SparkSession, samp
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True)
 
 
-def test_transactional_commits_count_only_when_committed(spark: SparkSession, sample_run: tuple[Tables, RunContext]) -> None:
+def test_transactional_commits_count_only_when_committed(
+    spark: SparkSession, sample_run: tuple[Tables, RunContext],
+) -> None:
     tables, _ = sample_run
     for sample_dir in SAMPLE_DIRS:
         for scenario in _scenarios(sample_dir).values():
