@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from jobs.common.session import driver_jvm
 from schemas import TableSpec
 
 
@@ -136,8 +137,8 @@ class Tables:
         return DeltaTable.forPath(self.spark, self.path(spec))
 
     def _log_files(self, spec: TableSpec, pattern: str) -> list[str]:
-        jvm = self.spark.sparkContext._jvm  # type: ignore[attr-defined]
-        hadoop_conf = self.spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+        jvm = driver_jvm(self.spark)
+        hadoop_conf = self.spark.sparkContext._jsc.hadoopConfiguration()
         glob = jvm.org.apache.hadoop.fs.Path(f"{self.path(spec)}/_delta_log/{pattern}")
         statuses = glob.getFileSystem(hadoop_conf).globStatus(glob)
         return [status.getPath().getName() for status in (statuses or [])]
@@ -161,11 +162,15 @@ class Tables:
             raise FileNotFoundError(f"{self.path(spec)} is not a Delta table")
         return max(versions)
 
-    def append(self, spec: TableSpec, rows: DataFrame, commit_note: str | None = None) -> None:
+    def append(self, spec: TableSpec, rows: DataFrame, commit_note: str | None = None,
+               transaction: tuple[str, int] | None = None) -> None:
         """Append rows that already have exactly the table's schema (`commit_note`: the commit's
-        userMetadata, read back by `last_commit_note`)."""
+        userMetadata, read back by `last_commit_note`; `transaction`: Delta's idempotent-write app id and
+        version, so a repeat of an (app id, version) already committed writes nothing)."""
         _check_schema(spec, rows)
         writer = rows.write.format("delta").mode("append")
+        if transaction is not None:
+            writer = writer.option("txnAppId", transaction[0]).option("txnVersion", transaction[1])
         if commit_note is not None:
             writer = writer.option("userMetadata", commit_note)
         writer.save(self.path(spec))
@@ -241,7 +246,7 @@ class Tables:
             return  # nothing to write
         condition = clusters + condition
         merge = self.delta(spec).alias("t").merge(rows.alias("s"), condition)
-        values = {c: F.col(f"s.`{c}`") for c in spec.column_names}
+        values: dict[str, str | Column] = {c: F.col(f"s.`{c}`") for c in spec.column_names}
         if delete_flag:
             merge = merge.whenMatchedDelete(condition=F.col(f"s.`{delete_flag}`"))
             merge = merge.whenMatchedUpdate(set=values)
@@ -323,8 +328,8 @@ class Tables:
     def data_changed_since(self, spec: TableSpec, version: int) -> bool:
         """Whether any commit after `version` changed the table's rows, schema or protocol (read from the
         commit files themselves: a few small JSON files, and only when the table moved)."""
-        jvm = self.spark.sparkContext._jvm  # type: ignore[attr-defined]
-        hadoop_conf = self.spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+        jvm = driver_jvm(self.spark)
+        hadoop_conf = self.spark.sparkContext._jsc.hadoopConfiguration()
         for v in range(version + 1, self.version(spec) + 1):
             path = jvm.org.apache.hadoop.fs.Path(f"{self.path(spec)}/_delta_log/{v:020d}.json")
             fs = path.getFileSystem(hadoop_conf)
@@ -347,9 +352,10 @@ class Tables:
     def changes(self, spec: TableSpec, after_version: int, up_to_version: int) -> DataFrame:
         """Rows inserted in versions (after_version, up_to_version] (change data feed of an append-only table).
 
-        From version 0 on, that is the whole snapshot at `up_to_version`, read as the table: Delta serves a change feed to Spark as Row objects (an RDD of
-        `Row`), a conversion out of Spark's binary rows and back for every row. On the 10M benchmark's
-        full run, reading the table instead took a warm run from 48.0 s to 38.8 s.
+        From version 0 on, that is the whole snapshot at `up_to_version`, read as the table: Delta serves a
+        change feed to Spark as Row objects (an RDD of `Row`), a conversion out of Spark's binary rows and back
+        for every row. On the 10M benchmark's full run, reading the table instead took a warm run from 48.0 s
+        to 38.8 s.
         """
         if after_version >= up_to_version:
             return self.spark.createDataFrame([], spec.schema).select(*spec.column_names)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.common.delta_io import Tables, cluster_partitions
@@ -30,7 +30,7 @@ def merge_state(tables: Tables, rows: DataFrame, columns: Sequence[str], run_id:
     values (a new group's row gets nulls there)."""
     source = rows.select(*GROUP_KEY, *columns).withColumn("updated_run_id", F.lit(run_id))
     names = [*columns, "updated_run_id"]
-    insert = {c: F.col(f"s.`{c}`") if c in names or c in GROUP_KEY else F.lit(None).cast(
+    insert: dict[str, str | Column] = {c: F.col(f"s.`{c}`") if c in names or c in GROUP_KEY else F.lit(None).cast(
         GROUP_STATE.schema[c].dataType) for c in GROUP_STATE.column_names}
     clusters = cluster_partitions(GROUP_STATE, source)
     if clusters == "":

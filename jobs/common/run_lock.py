@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 
 from jobs.common.config import SparkConfig
 from jobs.common.delta_io import Tables
+from jobs.common.session import driver_jvm
 from schemas.observability import RUN_CLAIMS
 
 #: The jobs' exit status when another run holds the warehouse or its metastore: sysexits' EX_TEMPFAIL ("try
@@ -91,9 +92,9 @@ def _commit_note_at(tables: Tables, version: int) -> str | None:
     """The userMetadata of run_claims' commit `version`, read from its commit file ("" when it has none,
     None when the file is gone)."""
     spark = tables.spark
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm = driver_jvm(spark)
     path = jvm.org.apache.hadoop.fs.Path(f"{tables.path(RUN_CLAIMS)}/_delta_log/{version:020d}.json")
-    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     if not fs.exists(path):
         return None
     stream = fs.open(path)
@@ -115,7 +116,7 @@ def _lost_a_commit_race(error: BaseException) -> bool:
         return True
     java = getattr(error, "java_exception", None)
     try:
-        names = []
+        names: list[str] = []
         while java is not None and len(names) < 8:
             names.append(str(java.getClass().getName()))
             java = java.getCause()
@@ -234,9 +235,7 @@ class RunClaim:
 
     def _append(self, event: ClaimEvent) -> None:
         row = self.tables.spark.createDataFrame([dataclasses.astuple(event)], RUN_CLAIMS.schema)
-        (row.write.format("delta").mode("append")
-         .option("txnAppId", APP_ID).option("txnVersion", event.seq).option("userMetadata", event.to_note())
-         .save(self.tables.path(RUN_CLAIMS)))
+        self.tables.append(RUN_CLAIMS, row, commit_note=event.to_note(), transaction=(APP_ID, event.seq))
 
     def claim(self) -> None:
         """Take the warehouse or raise WarehouseClaimed naming the run that holds it."""
@@ -256,7 +255,7 @@ class RunClaim:
         mine = self._event((holder.seq if holder else 0) + 1, "claimed", why or None)
         try:
             self._append(mine)
-        except Exception as error:  # noqa: BLE001 - only Delta's concurrent-commit failures are expected
+        except Exception as error:  # only Delta's concurrent-commit failures are expected (re-raised otherwise)
             if not _lost_a_commit_race(error):
                 raise
             # another run's claim of the same seq committed first: the latest note names it
@@ -308,9 +307,7 @@ def derby_in_use(metastore_dir: str) -> bool:
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
-        if e.errno in (errno.EACCES, errno.EAGAIN):
-            return True
-        return False
+        return e.errno in (errno.EACCES, errno.EAGAIN)
     else:
         fcntl.lockf(fd, fcntl.LOCK_UN)
         return False

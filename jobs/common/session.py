@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -142,8 +143,17 @@ def build_session(config: Config) -> SparkSession:
 _EXPECTED_WARNINGS = ("org.apache.spark.rdd.MapPartitionsRDD", "org.apache.spark.sql.util.CaseInsensitiveStringMap")
 
 
+def driver_jvm(spark: SparkSession) -> Any:
+    """The py4j view of the driver's JVM, for the Hadoop FileSystem and log4j calls Python has no API for.
+    pyspark types it Optional (it is None on executors and after the context stopped); py4j views are untyped."""
+    jvm = spark.sparkContext._jvm
+    if jvm is None:
+        raise RuntimeError("the SparkContext has no JVM gateway (stopped, or this is not the driver)")
+    return jvm
+
+
 def _quiet_expected_warnings(spark: SparkSession) -> None:
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm = driver_jvm(spark)
     for name in _EXPECTED_WARNINGS:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.ERROR)
 
