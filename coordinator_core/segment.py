@@ -168,7 +168,7 @@ def _crc32c() -> object:
 
 def _decompress(codec: int, data: bytes, magic: int) -> bytes:
     # kafka-python's codec helpers, imported on the first compressed batch only.
-    import kafka.codec as kc  # type: ignore[import-untyped]
+    import kafka.codec as kc
 
     if codec == 1:
         return bytes(kc.gzip_decode(data))
@@ -273,7 +273,7 @@ class SegmentReader:
         accepted_last = low - 1  # last offset of the batches handed out so far
         held: _Batch | None = None
         for batch in batches:
-            position, first, last, entries = batch
+            position, first, last, _entries = batch
             if first < low or (high is not None and last >= high):
                 self._problem(position, "offset_out_of_range",
                               f"batch offsets {first}..{last} lie outside the segment's range {self._segment_range()}")
@@ -377,7 +377,7 @@ class SegmentReader:
 
     # -- RecordBatch v2 -------------------------------------------------------------------------
 
-    def _v2(self, batch: bytes, file_pos: int) -> tuple[int, int, list[SegmentEntry]]:
+    def _v2(self, batch: bytes, file_pos: int) -> tuple[int, int, list[SegmentEntry]]:  # noqa: C901, PLR0912, PLR0915 - the v2 batch header in wire order, one check per field
         if len(batch) < V2_HEADER_SIZE:
             raise _BatchError("corrupt_batch", f"v2 batch of {len(batch)} bytes is shorter than its 61-byte header")
         (base_offset, _size, leader_epoch, _magic, crc, attributes, last_offset_delta, base_ts, max_ts,
@@ -494,7 +494,7 @@ class SegmentReader:
             raise _BatchError("corrupt_batch", f"legacy message sizes do not add up ({len(msg) - pos} byte(s) off)")
         return magic, attributes, ts, key, value
 
-    def _legacy(self, batch: bytes, file_pos: int, magic: int) -> tuple[int, int, list[SegmentEntry]]:
+    def _legacy(self, batch: bytes, file_pos: int, magic: int) -> tuple[int, int, list[SegmentEntry]]:  # noqa: C901 - the legacy message set in wire order, one check per field
         wrapper_offset = _HDR.unpack_from(batch, 0)[0]
         magic, attributes, ts, key, value = self._legacy_message(batch[LOG_OVERHEAD:], wrapper_offset)
         codec = attributes & 0x07
@@ -571,4 +571,4 @@ def read_segment(path_or_bytes: str | os.PathLike[str] | bytes | bytearray | mem
                          next_base_offset=next_base_offset)
 
 
-__all__ = ["SegmentEntry", "SegmentProblem", "SegmentReader", "read_segment", "segment_base_offset", "DecodeError"]
+__all__ = ["DecodeError", "SegmentEntry", "SegmentProblem", "SegmentReader", "read_segment", "segment_base_offset"]

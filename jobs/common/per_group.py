@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # no pandas-stubs in the env
+import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
