@@ -104,7 +104,7 @@ class _Log:
         self.next += 1
 
 
-def _story() -> dict[int, _Log]:
+def _story() -> dict[int, _Log]:  # noqa: C901, PLR0915 - one scripted history, told in order
     logs = {p: _Log() for p in range(6)}
     m1, m2 = member("m1", "c1", assigned=[("orders", 0)]), member("m2", "c2", assigned=[("orders", 0)])
 

@@ -100,11 +100,15 @@ def test_resolve_transactions_follows_kafkas_loader(spark: SparkSession) -> None
         raw_frame(
             spark,
             [
-                raw(0, 4, CONTROL_KEY["COMMIT"], CONTROL_VALUE, producer_id=70, transactional=True, control_type="COMMIT"),
-                raw(0, 6, CONTROL_KEY["ABORT"], CONTROL_VALUE, producer_id=71, transactional=True, control_type="ABORT"),
-                raw(0, 9, CONTROL_KEY["ABORT"], CONTROL_VALUE, producer_id=70, transactional=True, control_type="ABORT"),
+                raw(0, 4, CONTROL_KEY["COMMIT"], CONTROL_VALUE, producer_id=70, transactional=True,
+                    control_type="COMMIT"),
+                raw(0, 6, CONTROL_KEY["ABORT"], CONTROL_VALUE, producer_id=71, transactional=True,
+                    control_type="ABORT"),
+                raw(0, 9, CONTROL_KEY["ABORT"], CONTROL_VALUE, producer_id=70, transactional=True,
+                    control_type="ABORT"),
                 # same producer id in another partition does not resolve partition 0's records
-                raw(1, 9, CONTROL_KEY["COMMIT"], CONTROL_VALUE, producer_id=72, transactional=True, control_type="COMMIT"),
+                raw(1, 9, CONTROL_KEY["COMMIT"], CONTROL_VALUE, producer_id=72, transactional=True,
+                    control_type="COMMIT"),
             ],
         )
     )
