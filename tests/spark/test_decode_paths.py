@@ -12,10 +12,10 @@ from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
 import jobs.common.boundary as boundary
-import jobs.decode as decode
+import jobs.decode.stage as decode_stage
 from jobs.common.delta_io import Tables
-from jobs.decode import run_decode
-from jobs.nightly import STAGES
+from jobs.decode.stage import run_decode
+from jobs.stages import STAGES
 from schemas import ALL_TABLES, DECODE_COVERAGE, DECODE_ERRORS, OFFSET_COMMITS, RAW_OFFSETS
 from tests.spark.records import group_metadata, member, offset_commit, offset_tombstone
 from tests.spark.rows import raw, raw_frame
@@ -124,14 +124,14 @@ def test_normal_path_matches_the_input(spark: SparkSession, normal: Tables) -> N
     "setting",
     [
         pytest.param(("jobs.common.boundary", "ERRORS_KEPT_PER_TASK", 0), id="errors-decoded-again"),
-        pytest.param(("jobs.decode", "BROADCAST_OUTCOMES_LIMIT", 0), id="outcomes-not-broadcast"),
+        pytest.param(("jobs.decode.stage", "BROADCAST_OUTCOMES_LIMIT", 0), id="outcomes-not-broadcast"),
     ],
 )
 def test_other_paths_write_the_same_tables(
     spark: SparkSession, root: Path, normal: Tables, monkeypatch: pytest.MonkeyPatch, setting: tuple[str, str, int]
 ) -> None:
     module, name, value = setting
-    monkeypatch.setattr(boundary if module == "jobs.common.boundary" else decode, name, value)
+    monkeypatch.setattr(boundary if module == "jobs.common.boundary" else decode_stage, name, value)
     other = _decoded_tables(spark, root, f"paths_{name.lower()}")
     for spec in COMPARED:
         assert_df_equality(other.read(spec).drop("ingest_run_id"), normal.read(spec).drop("ingest_run_id"),

@@ -13,11 +13,13 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import jobs.decode as decode_module
+import jobs.decode.transactions as decode_transactions
 from jobs.common.config import Config, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.decode import archived_transaction_state
-from jobs.nightly import STAGES, StoppedAfterStage, last_committed, last_committed_row, run_nightly
+from jobs.decode.transactions import archived_transaction_state
+from jobs.nightly import StoppedAfterStage, run_nightly
+from jobs.run_commit import last_committed, last_committed_row
+from jobs.stages import STAGES
 from schemas import (
     ALL_TABLES,
     CONSUMER_GROUP_RECORDS,
@@ -298,7 +300,7 @@ def test_transactions_of_several_producers_decided_in_a_later_run(
     commit, and none of another producer's); the third stays open. Set by one UPDATE naming the producers,
     or, past DECIDED_BY_UPDATE_LIMIT, by a MERGE keyed by producer: the same outcomes."""
     if not by_update:
-        monkeypatch.setattr(decode_module, "DECIDED_BY_UPDATE_LIMIT", 0)
+        monkeypatch.setattr(decode_transactions, "DECIDED_BY_UPDATE_LIMIT", 0)
 
     def commit(offset: int, group: str, topic: str, committed: int, producer: int) -> Batch:
         return Batch(offset, [offset_commit(group, topic, 0, committed, commit_ms=T0)], timestamp_ms=T0,

@@ -16,9 +16,10 @@ from pyspark.sql import functions as F
 import coordinator_core as cc
 from jobs.common.config import PROJECT_ROOT, Config, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.ingest import next_segment_base_offsets
-from jobs.nightly import STAGES, run_nightly
+from jobs.ingest.segments import next_segment_base_offsets
+from jobs.nightly import run_nightly
 from jobs.run_outputs import format_summary
+from jobs.stages import STAGES
 from schemas import INGEST_RUNS, RAW_OFFSETS
 
 pytestmark = pytest.mark.spark
