@@ -30,9 +30,10 @@ from pyspark.sql import types as T
 from coordinator_core.segment import read_segment
 from jobs.common.config import Config, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.ingest import ARCHIVED_TRUNCATED, TRUNCATED, UNDECIDED
-from jobs.nightly import STAGES, run_nightly
+from jobs.ingest.replicas import ARCHIVED_TRUNCATED, TRUNCATED, UNDECIDED
+from jobs.nightly import run_nightly
 from jobs.run_outputs import cluster_summaries, format_summary, summary_json
+from jobs.stages import STAGES
 from schemas import RAW_OFFSETS, REPLICA_CONFLICTS
 
 pytestmark = pytest.mark.spark
@@ -385,10 +386,11 @@ def test_a_run_that_dies_between_the_quarantine_and_the_archive_is_completed_by_
     tables = tables_of(spark, config)
     real_append = Tables.append
 
-    def dying_append(self: Tables, spec: Any, rows: Any, commit_note: str | None = None) -> None:
+    def dying_append(self: Tables, spec: Any, rows: Any, commit_note: str | None = None,
+                     transaction: tuple[str, int] | None = None) -> None:
         if spec.name == RAW_OFFSETS.name:
             raise RuntimeError("killed before the archive append")
-        real_append(self, spec, rows, commit_note)
+        real_append(self, spec, rows, commit_note, transaction)
 
     monkeypatch.setattr(Tables, "append", dying_append)
     with pytest.raises(RuntimeError, match="killed before the archive append"):
@@ -405,7 +407,7 @@ def test_a_run_that_dies_between_the_quarantine_and_the_archive_is_completed_by_
 def test_copies_meet_only_the_archived_rows_at_or_past_the_lowest_offset_read(spark: SparkSession) -> None:
     """A night compares its copies with the archive near them, not with the whole archive: per partition read,
     the archived rows from its lowest offset read; partitions it did not read, none."""
-    from jobs.ingest import archived_from
+    from jobs.ingest.replicas import archived_from
 
     archived = spark.createDataFrame(
         [("c1", 0, o) for o in range(10)] + [("c1", 1, o) for o in range(10)] + [("c2", 0, o) for o in range(10)],
