@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa  # type: ignore[import-untyped]
-import pyarrow.compute as pc  # type: ignore[import-untyped]
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from coordinator_core import messages as m
 from coordinator_core import schema
