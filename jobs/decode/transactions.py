@@ -87,7 +87,7 @@ class TransactionState:
     `__consumer_offsets` partition and the producers with commits still open there (with the offset range
     of those commits).
 
-    Carried from run to run in the commit note (`jobs.nightly.commit_note`), it spares a run the two
+    Carried from run to run in the commit note (`jobs.run_commit.commit_note`), it spares a run the two
     reads that otherwise look back into the tables: the scan of offset_commits for the transactions
     left open, and the lookup of markers in the archive. Either read is done instead when the state is
     not known (`archived_transaction_state`).
