@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -181,10 +181,10 @@ def storm_inputs(generations: DataFrame) -> DataFrame:
 
 
 def _storm_dict(s: Any) -> dict[str, Any]:
-    d = asdict(s)
-    d.pop("generations", None)
-    d["flapping_members"] = list(d["flapping_members"])
-    return d
+    """A Storm as a rebalance_storms row (its columns: coordinator_core.history.model.to_dict)."""
+    from coordinator_core.history.model import to_dict
+
+    return to_dict(s)
 
 
 def _fold_fn(thresholds: StormThresholds, reopen: dt.timedelta

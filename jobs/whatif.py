@@ -124,10 +124,6 @@ def members_to_replay(members: DataFrame, changed_generations: DataFrame) -> Dat
             .select(*GROUP_MEMBERS.column_names, "member_index"))
 
 
-def _partition_rows(partitions: Any) -> list[dict[str, Any]]:
-    return [{"topic": t, "partition": int(p)} for t, p in partitions]
-
-
 def _pairs(partitions: Any) -> tuple[tuple[str, int], ...] | None:
     return None if partitions is None else tuple((p["topic"], int(p["partition"])) for p in partitions)
 
@@ -138,8 +134,9 @@ def _int(value: Any) -> int | None:
 
 
 def _replay_fn(members: pd.DataFrame) -> GroupRows:
-    """One group's members to replay (see `members_to_replay`) -> assignment_replay rows."""
-    from coordinator_core.replay import StoredMember, replay_stored_generation
+    """One group's members to replay (see `members_to_replay`) -> assignment_replay rows
+    (coordinator_core.replay.replay_rows, with the cluster)."""
+    from coordinator_core.replay import StoredMember, replay_rows, replay_stored_generation
 
     rows: GroupRows = []
     by_generation: dict[tuple[int, int], list[dict[str, Any]]] = {}
@@ -154,18 +151,7 @@ def _replay_fn(members: pd.DataFrame) -> GroupRows:
                          None if m["subscription_user_data"] is None else bytes(m["subscription_user_data"]),
                          _pairs(m["owned_partitions"]), _int(m["subscription_generation"]), m["rack_id"],
                          _pairs(m["assigned_partitions"]), m["protocol_error"]) for m in stored])
-        common = {"cluster": first["cluster"], "group_id": first["group_id"], "generation": generation,
-                  "record_offset": offset, "assignor": first["protocol"] or "", "kafka_version": r.kafka_version,
-                  "status": r.status, "reason": r.reason, "detail": r.detail, "matching_version": r.matching_version,
-                  "partition_counts_inferred": r.partition_counts_inferred}
-        if not r.members:
-            rows.append({**common, "member_id": "", "recorded_partitions": None, "replayed_partitions": None,
-                         "missing_partitions": None, "extra_partitions": None, "match": None})
-        for x in r.members:
-            rows.append({**common, "member_id": x.member_id, "recorded_partitions": _partition_rows(x.recorded),
-                         "replayed_partitions": _partition_rows(x.replayed),
-                         "missing_partitions": _partition_rows(x.missing), "extra_partitions": _partition_rows(x.extra),
-                         "match": not x.missing and not x.extra})
+        rows.extend({"cluster": first["cluster"], **row.to_dict()} for row in replay_rows(first["group_id"], offset, r))
     return rows
 
 
@@ -205,6 +191,9 @@ _WHATIF_FOLD = fold_output_spec(
     T.StructField("_deleted", T.BooleanType()), T.StructField("_kind", T.StringType()),
     T.StructField("_state", T.BinaryType()))
 
+#: The columns of a what-if row's key within its group (coordinator_core.replay.WhatIfKey).
+_WHATIF_KEY = ("generation", "assignor", "static_membership")
+
 _WHATIF_MEMBER = ("member_id", "group_instance_id", "client_id", "client_host", "subscribed_topics",
                   "assigned_partitions", "session_timeout_ms")
 
@@ -242,13 +231,9 @@ def _whatif_fn(reopen: dt.timedelta) -> Callable[[bool], Callable[[pd.DataFrame,
             result = fold_whatif(state, changed, removed, reopen=reopen)
             if result.rebuild_needed or result.state is None:
                 return [{**marker, "_kind": "rebuild"}]
-            out: GroupRows = [{**marker, "generation": r.generation, "assignor": r.assignor,
-                               "static_membership": r.static_membership, "members": r.members,
-                               "partitions": r.partitions, "partitions_moved": r.partitions_moved, "balance": r.balance,
-                               "paused_partitions": r.paused_partitions, "error": r.error, "_deleted": False,
-                               "_kind": "row"} for r in result.rows]
-            out += [{**marker, "generation": generation, "assignor": assignor, "static_membership": static,
-                     "_deleted": True, "_kind": "row"} for generation, assignor, static in result.removed]
+            out: GroupRows = [{**marker, **r.to_dict(), "_deleted": False, "_kind": "row"} for r in result.rows]
+            out += [{**marker, **dict(zip(_WHATIF_KEY, key, strict=True)), "_deleted": True, "_kind": "row"}
+                    for key in result.removed]
             out.append({**marker, "_kind": "state", "_state": dump_whatif_state(result.state)})
             return out
 
