@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import json
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -74,7 +76,8 @@ def _fold_fn(topic_names: Mapping[str, Mapping[str, str]], reopen_hours: float
 
 
 def _int_or_none(v: Any) -> int | None:
-    return None if v is None or v != v else int(v)  # nulls of integer columns arrive as None or NaN
+    # nulls of integer columns arrive as None or NaN
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
 
 
 def _records(pdf: pd.DataFrame) -> tuple[list[Any], int]:
@@ -103,7 +106,11 @@ def _records(pdf: pd.DataFrame) -> tuple[list[Any], int]:
     return out, unreadable
 
 
-_EVENT_FIELDS: tuple[str, ...] = ()
+@functools.cache
+def _event_fields() -> tuple[str, ...]:
+    from coordinator_core import CoordinatorEvent
+
+    return tuple(f.name for f in dataclasses.fields(CoordinatorEvent))
 
 
 def _events(pdf: pd.DataFrame) -> list[Any]:
@@ -111,12 +118,10 @@ def _events(pdf: pd.DataFrame) -> list[Any]:
 
     if pdf.empty:
         return []
-    global _EVENT_FIELDS
-    if not _EVENT_FIELDS:
-        _EVENT_FIELDS = tuple(f.name for f in dataclasses.fields(CoordinatorEvent))
+    fields = _event_fields()
     out = []
     for row in pdf.to_dict("records"):
-        values = {k: (None if _isna(v) else v) for k, v in row.items() if k in _EVENT_FIELDS}
+        values = {k: (None if _isna(v) else v) for k, v in row.items() if k in fields}
         ts = values.get("timestamp")
         if ts is not None:
             values["timestamp"] = pd.Timestamp(ts).to_pydatetime().replace(tzinfo=dt.timezone.utc)
