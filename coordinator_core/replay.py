@@ -234,7 +234,7 @@ def replay_stored_generation(generation: int, protocol_type: str | None, protoco
                    kafka_version, partition_counts, explaining_versions)
 
 
-def _replay(generation: int, protocol_type: str | None, protocol: str | None, has_members: bool,
+def _replay(generation: int, protocol_type: str | None, protocol: str | None, has_members: bool,  # noqa: C901 - one early return per reason a generation cannot be replayed
             inputs: Callable[[], tuple[list[MemberSubscription], dict[str, tuple[TopicPartition, ...]]]],
             kafka_version: str, partition_counts: Mapping[str, int] | None,
             explaining_versions: Sequence[str]) -> GenerationReplay:
@@ -750,7 +750,7 @@ def _row_digest(row: WhatIfRow) -> bytes:
     return hashlib.blake2b(pickle.dumps(row, protocol=4), digest_size=16).digest()
 
 
-def fold_whatif(
+def fold_whatif(  # noqa: C901 - the what-if fold: carried state, each assignor x static membership, absorbed restarts
     state: WhatIfState | None,
     changed: Iterable[Mapping[str, Any]],
     removed: Iterable[tuple[str, int, int | None]] = (),

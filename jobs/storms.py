@@ -12,6 +12,7 @@ range. The audit report is jobs.report.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -61,7 +62,7 @@ def plain_value(value: Any) -> Any:
     datetime, numpy scalars and arrays -> int/float/list, nested structs (dicts) alike."""
     if value is None or value is pd.NaT:
         return None
-    if isinstance(value, float) and value != value:
+    if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, pd.Timestamp):
         return value.to_pydatetime()

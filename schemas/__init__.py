@@ -15,8 +15,8 @@ from schemas.gold import (
 )
 from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
 from schemas.observability import DECODE_COVERAGE, HISTORY_GAPS, INGEST_RUNS
-from schemas.state import GROUP_STATE
 from schemas.silver import CONSUMER_GROUP_RECORDS, DECODE_ERRORS, GROUP_MEMBERS, GROUP_METADATA, OFFSET_COMMITS
+from schemas.state import GROUP_STATE
 
 ALL_TABLES: tuple[TableSpec, ...] = (
     RAW_OFFSETS,
@@ -40,23 +40,23 @@ __all__ = [
     "ALL_TABLES",
     "ASSIGNMENT_REPLAY",
     "ASSIGNOR_WHATIF",
-    "COORDINATOR_EVENTS",
-    "GROUP_GENERATIONS",
-    "LOG_FILE_READS",
-    "OFFSET_EVENTS",
-    "RAW_LOG_LINES",
-    "REBALANCE_STORMS",
     "CONSUMER_GROUP_RECORDS",
+    "COORDINATOR_EVENTS",
     "DECODED_RECORD",
     "DECODE_COVERAGE",
     "DECODE_ERRORS",
+    "GROUP_GENERATIONS",
     "GROUP_MEMBERS",
     "GROUP_METADATA",
     "GROUP_STATE",
     "HISTORY_GAPS",
     "INGEST_RUNS",
+    "LOG_FILE_READS",
     "OFFSET_COMMITS",
+    "OFFSET_EVENTS",
+    "RAW_LOG_LINES",
     "RAW_OFFSETS",
+    "REBALANCE_STORMS",
     "REPLICA_CONFLICTS",
     "TableSpec",
 ]

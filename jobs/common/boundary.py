@@ -7,7 +7,7 @@ run on executors: coordinator_core and pyarrow are imported there, inside the ta
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,13 +144,13 @@ def side_output(spark: SparkSession) -> Accumulator:  # type: ignore[type-arg]
 
 def _decode_batches_fn(
     batch_size: int, side: Accumulator | None = None  # type: ignore[type-arg]
-) -> Callable[[Iterator[Any]], Iterator[Any]]:
+) -> Callable[[Iterable[Any]], Iterable[Any]]:
     out_schema = decoded_schema()
     decoder_names = [f.name for f in DECODED_RECORD.fields]
     renamed = [DECODED_RENAMES.get(n, n) for n in decoder_names]
     errors_kept = ERRORS_KEPT_PER_TASK  # read on the driver: the task sees the value the job was planned with
 
-    def decode_partition(batches: Iterator[Any]) -> Iterator[Any]:
+    def decode_partition(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -243,10 +243,10 @@ def segment_records_schema() -> T.StructType:
     return T.StructType(fields)
 
 
-def _read_segments_fn(batch_size: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def _read_segments_fn(batch_size: int) -> Callable[[Iterable[Any]], Iterable[Any]]:
     out_schema = segment_records_schema()
 
-    def read_partition(batches: Iterator[Any]) -> Iterator[Any]:
+    def read_partition(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         import coordinator_core

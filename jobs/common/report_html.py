@@ -370,7 +370,8 @@ def whatif_per_group(whatif: pd.DataFrame, fleet: pd.DataFrame) -> pd.DataFrame:
         recorded = frame[~frame["static_membership"].astype(bool)]
         absorbed = next((list(v) for v in frame["absorbed_generations"] if v is not None and len(v)), [])
         used = fleet.loc[(fleet["cluster"] == cluster) & (fleet["group_id"] == group_id), "assignor"]
-        row: dict[str, Any] = {"cluster": cluster, "group_id": group_id,
+        # Plain columns by name, the what-if figures by (assignor, recorded|static, moved|paused).
+        row: dict[str | tuple[str, str, str], Any] = {"cluster": cluster, "group_id": group_id,
                                "assignor_used": used.iloc[0] if len(used) else None,
                                "generations": int(recorded["generations"].max()) if len(recorded) else 0,
                                "avoided": len(absorbed), "avoided_generations": sorted(int(g) for g in absorbed)}

@@ -11,8 +11,8 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-import jobs.common.boundary as boundary
 import jobs.decode.stage as decode_stage
+from jobs.common import boundary
 from jobs.common.delta_io import Tables
 from jobs.decode.stage import run_decode
 from jobs.stages import STAGES

@@ -135,7 +135,8 @@ def test_groups_members_and_quarantine(spark: SparkSession, clean_run: Config) -
         ("orders", 2, "m2", "i-2", False, ["t-a-1"], 8),
     ]
     errors = tables.read(DECODE_ERRORS).select("partition", "offset", "error_field_path", "key", "value")
-    assert [tuple(r) for r in errors.collect()] == [(7, 1, "key.record_type", bytearray(b"\x00"), bytearray(b"\x00\x01"))]
+    assert [tuple(r) for r in errors.collect()] == [
+        (7, 1, "key.record_type", bytearray(b"\x00"), bytearray(b"\x00\x01"))]
     unknown = tables.read(CONSUMER_GROUP_RECORDS).select("partition", "offset", "record_type", "record_kind", "key")
     assert [tuple(r) for r in unknown.collect()] == [(7, 2, 99, "unknown", bytearray(b"\x00\x63abc"))]
 
@@ -244,7 +245,8 @@ def test_incremental_run_decodes_only_new_records_and_resolves_open_transactions
     run_nightly(spark, config, stages=ARCHIVE_STAGES)
     # The next copy of partition 3 has a new segment: producer 7002's COMMIT and one more plain commit.
     write_segment(source, 3, [marker(10, 7002, "COMMIT", T0 + 10),
-                              Batch(11, [offset_commit("orders", "t-a", 0, 31, commit_ms=T0 + 11)], timestamp_ms=T0 + 11)])
+                              Batch(11, [offset_commit("orders", "t-a", 0, 31, commit_ms=T0 + 11)],
+                                    timestamp_ms=T0 + 11)])
     tables = tables_of(spark, config)
     members_version = tables.version(GROUP_MEMBERS)
     ctx = run_nightly(spark, config, stages=ARCHIVE_STAGES)
