@@ -55,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Top-level modules that come with the `spark` extra, not with the core (`pip install .`).
+SPARK_EXTRA_MODULES = frozenset({"deltalake", "pandas", "pyspark", "delta", "plotly"})
+
+
 def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
     """The `cgh` console script. Errors are one line on stderr; returns the exit status."""
     args = build_parser().parse_args(list(argv) if argv is not None else None)
@@ -63,6 +67,13 @@ def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
         return run(args, out or sys.stdout)
     except CliError as error:
         print(f"cgh: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except ModuleNotFoundError as error:
+        if error.name not in SPARK_EXTRA_MODULES:
+            raise
+        # `pip install .` is the decoder alone; cgh reads Delta tables with delta-rs, which the extra brings.
+        print(f"cgh: error: cgh needs the spark extra (module {error.name!r} is not installed): "
+              "pip install 'consumer-group-history[spark]'", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `cgh ... | head`
         sys.stderr.close()

@@ -147,3 +147,12 @@ def test_core_installs_alone_and_decodes_a_sample(tmp_path: Path) -> None:
         assert got["errors"] == 0, f"{path}: {got['errors']} records did not decode"
         for field in ("records", "control", "offsets", "record_types"):
             assert got[field] == want[field], f"{path}: {field} {got[field]} != {want[field]} by the batch walk"
+
+    # The distribution also installs the `cgh` script; without the spark extra it says what to install.
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    cgh = subprocess.run([str(venv / "bin" / "cgh"), "tables", "--tables", str(tables)], check=False,
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert cgh.returncode == 2, f"cgh without the spark extra: {cgh.returncode}\n{cgh.stdout}\n{cgh.stderr}"
+    assert "pip install 'consumer-group-history[spark]'" in cgh.stderr, cgh.stderr
+    assert "Traceback" not in cgh.stderr, cgh.stderr
