@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 import coordinator_core as cc
 from coordinator_core.history import offset_history
 from coordinator_core.logs import events as ev
-from jobs import nightly
+from jobs import stages
 from jobs.common.config import Config, HistoryConfig, LogSource, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
 from jobs.nightly import run_nightly
@@ -286,7 +286,7 @@ def nights(spark: SparkSession, source: Tables, tmp_path_factory: pytest.TempPat
         return results[-1]
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nightly, "run_offset_events", recorded)
+        patch.setattr(stages, "run_offset_events", recorded)
         for piece in range(max(RUNS)):
             splits.feed_piece(source, target, cuts, piece)
             run_nightly(spark, config, stages=NIGHT_STAGES)
@@ -399,7 +399,7 @@ def test_a_run_reads_its_new_rows_and_the_touched_groups_state(
 
     def stage(ctx: RunContext) -> None:
         with splits.scanned_rows(spark) as scanned, pytest.MonkeyPatch.context() as patch:
-            patch.setattr(nightly, "run_offset_events", recorded)
+            patch.setattr(stages, "run_offset_events", recorded)
             history.run(ctx)
         scans.append(scanned)
 
