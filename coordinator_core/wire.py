@@ -150,36 +150,37 @@ def read_varlong(buf: bytes, pos: int, end: int, path: str) -> tuple[int, int]:
     return (result >> 1) ^ -(result & 1), pos
 
 
-def read_compact_string(
-    buf: bytes, pos: int, end: int, path: str, nullable: bool
-) -> tuple[str | None, int]:
-    """COMPACT_STRING / COMPACT_NULLABLE_STRING: uvarint (length + 1), 0 = null."""
+def _compact_span(
+    buf: bytes, pos: int, end: int, path: str, nullable: bool, what: str
+) -> tuple[int, int]:
+    """The span of a COMPACT_STRING/COMPACT_BYTES (uvarint length + 1, 0 = null): (start, stop), or
+    (-1, pos after the length) for a null."""
     start = pos
     n, pos = read_uvarint(buf, pos, end, path)
     if n == 0:
         if nullable:
-            return None, pos
-        raise DecodeError("null value for a non-nullable compact string", path, start)
+            return -1, pos
+        raise DecodeError(f"null value for non-nullable compact {what}", path, start)
     stop = pos + n - 1
     if stop > end:
-        raise DecodeError(f"string length {n - 1} runs past the end ({end - pos} byte(s) left)", path, start)
-    return _text(buf[pos:stop]), stop
+        raise DecodeError(f"{what} length {n - 1} runs past the end ({end - pos} byte(s) left)", path, start)
+    return pos, stop
+
+
+def read_compact_string(
+    buf: bytes, pos: int, end: int, path: str, nullable: bool
+) -> tuple[str | None, int]:
+    """COMPACT_STRING / COMPACT_NULLABLE_STRING: uvarint (length + 1), 0 = null."""
+    start, stop = _compact_span(buf, pos, end, path, nullable, "string")
+    return (None, stop) if start < 0 else (_text(buf[start:stop]), stop)
 
 
 def read_compact_bytes(
     buf: bytes, pos: int, end: int, path: str, nullable: bool
 ) -> tuple[bytes | None, int]:
     """COMPACT_BYTES / COMPACT_NULLABLE_BYTES: uvarint (length + 1), 0 = null."""
-    start = pos
-    n, pos = read_uvarint(buf, pos, end, path)
-    if n == 0:
-        if nullable:
-            return None, pos
-        raise DecodeError("null value for non-nullable compact bytes", path, start)
-    stop = pos + n - 1
-    if stop > end:
-        raise DecodeError(f"bytes length {n - 1} runs past the end ({end - pos} byte(s) left)", path, start)
-    return bytes(buf[pos:stop]), stop
+    start, stop = _compact_span(buf, pos, end, path, nullable, "bytes")
+    return (None, stop) if start < 0 else (bytes(buf[start:stop]), stop)
 
 
 def read_compact_array_length(
