@@ -222,10 +222,10 @@ def test_crash_in_the_middle_of_decode_then_normal_run_equals_clean_run(
     config = segment_config(tmp_path, sample_dir)
     real_append = Tables.append
 
-    def dying_append(self: Tables, spec: TableSpec, rows: DataFrame) -> None:
+    def dying_append(self: Tables, spec: TableSpec, rows: DataFrame, *args: Any, **kwargs: Any) -> None:
         if spec is DECODE_ERRORS:  # offset_commits, group_metadata and group_members already written
             raise RuntimeError("executor lost (simulated)")
-        real_append(self, spec, rows)
+        real_append(self, spec, rows, *args, **kwargs)
 
     monkeypatch.setattr(Tables, "append", dying_append)
     with pytest.raises(RuntimeError, match="simulated"):
