@@ -39,8 +39,9 @@ from jobs.common.run_lock import (
     explain_metastore_failure,
     metastore_refusal,
 )
-from jobs.common.session import build_session
+from jobs.common.session import build_session, plan_for_input
 from jobs.decode.stage import DecodeResult, add_group_metadata_members, group_metadata_lacks_members
+from jobs.ingest.segments import source_bytes
 from jobs.ingest.stage import IngestResult
 from jobs.run_commit import CommittedState, commit_note, last_committed, recover
 from jobs.run_outputs import (
@@ -52,7 +53,7 @@ from jobs.run_outputs import (
     write_atomically,
 )
 from jobs.stages import INCREMENTAL_INPUTS, STAGES, RunContext, Stage
-from schemas import ALL_TABLES, GROUP_METADATA, INGEST_RUNS
+from schemas import ALL_TABLES, GROUP_METADATA, INGEST_RUNS, RAW_OFFSETS
 from schemas.gold import GOLD_TABLES
 from schemas.state import GROUP_STATE
 
@@ -194,8 +195,13 @@ def _run_claimed(
         ctx.rebuild = True
         ctx.extra["rebuild"] = "every gold table recomputed from the archive from an empty group_state"
     log(f"run {ctx.run_id}: stages {', '.join(s.name for s in stages)}")
+    names = {s.name for s in stages}
+    log(plan_for_input(spark, config.spark, _new_input_bytes(ctx, with_sources="ingest" in names)))
     try:
         for stage in stages:
+            if stage.name == "decode" and "ingest" in names:
+                # what the ingest archived is known now: the later stages read that, not the sources
+                log(plan_for_input(spark, config.spark, _new_input_bytes(ctx, with_sources=False)))
             log(f"stage {stage.name}: started")
             t0 = time.monotonic()
             with watching(spark.sparkContext, f"stage {stage.name}"):
@@ -219,6 +225,18 @@ def _run_claimed(
     tables.append(INGEST_RUNS, spark.createDataFrame([row], INGEST_RUNS.schema), commit_note=commit_note(state))
     ctx.finished_at = finished_at
     return ctx
+
+
+def _new_input_bytes(ctx: RunContext, *, with_sources: bool) -> int | None:
+    """What the run reads that is new, in bytes, to plan its queries by (`plan_for_input`): the archived
+    records not decoded yet (raw_offsets' files added since the committed run's decode), and with
+    `with_sources` the segment files the ingest reads (None for a live read: its size is not known before)."""
+    pending = ctx.tables.bytes_added_since(RAW_OFFSETS, ctx.committed.raw_version_decoded)
+    if not with_sources or ctx.config.sources.mode == "none":
+        return pending
+    if ctx.config.sources.mode != "segments":
+        return None
+    return pending + sum(source_bytes(ctx.tables.spark, s.path) for s in ctx.config.sources.segments)
 
 
 def _stage_records(ctx: RunContext, stage: str) -> str:

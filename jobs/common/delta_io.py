@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -328,26 +329,43 @@ class Tables:
     def data_changed_since(self, spec: TableSpec, version: int) -> bool:
         """Whether any commit after `version` changed the table's rows, schema or protocol (read from the
         commit files themselves: a few small JSON files, and only when the table moved)."""
-        jvm = driver_jvm(self.spark)
-        hadoop_conf = self.spark.sparkContext._jsc.hadoopConfiguration()
         for v in range(version + 1, self.version(spec) + 1):
-            path = jvm.org.apache.hadoop.fs.Path(f"{self.path(spec)}/_delta_log/{v:020d}.json")
-            fs = path.getFileSystem(hadoop_conf)
-            if not fs.exists(path):
+            actions = self._commit_actions(spec, v)
+            if actions is None:
                 return True  # cleaned up already: what it did cannot be told, so it is undone
-            stream = fs.open(path)
-            try:
-                text = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-            finally:
-                stream.close()
-            for line in str(text).splitlines():
-                action = json.loads(line) if line.strip() else {}
+            for action in actions:
                 if any(kind in action for kind in ("metaData", "protocol", "cdc")):
                     return True
                 for kind in ("add", "remove"):
                     if kind in action and action[kind].get("dataChange", True):
                         return True
         return False
+
+    def bytes_added_since(self, spec: TableSpec, version: int) -> int:
+        """Bytes of the data files the commits after `version` added with new rows (from the commit files;
+        a compaction's rewrites do not count). What a reader of those versions' changes reads, at most."""
+        total = 0
+        for v in range(version + 1, self.version(spec) + 1):
+            for action in self._commit_actions(spec, v) or []:
+                add = action.get("add")
+                if add and add.get("dataChange", True):
+                    total += int(add.get("size") or 0)
+        return total
+
+    def _commit_actions(self, spec: TableSpec, version: int) -> list[dict[str, Any]] | None:
+        """The actions of one commit file of the table (None when it was cleaned up)."""
+        jvm = driver_jvm(self.spark)
+        hadoop_conf = self.spark.sparkContext._jsc.hadoopConfiguration()
+        path = jvm.org.apache.hadoop.fs.Path(f"{self.path(spec)}/_delta_log/{version:020d}.json")
+        fs = path.getFileSystem(hadoop_conf)
+        if not fs.exists(path):
+            return None
+        stream = fs.open(path)
+        try:
+            text = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+        return [json.loads(line) for line in str(text).splitlines() if line.strip()]
 
     def changes(self, spec: TableSpec, after_version: int, up_to_version: int) -> DataFrame:
         """Rows inserted in versions (after_version, up_to_version] (change data feed of an append-only table).

@@ -158,6 +158,35 @@ def _quiet_expected_warnings(spark: SparkSession) -> None:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.ERROR)
 
 
+#: A run whose new input is smaller than this (bytes of the segment files or archived rows it reads) plans its
+#: queries statically: no adaptive execution, and no more shuffle partitions than the cores. On such input
+#: every Spark job costs its scheduling, not its data, and adaptive execution runs each shuffle of a query
+#: as a job of its own and plans again after it: a first nightly run on the samples made 588 Spark jobs with
+#: it and 320 without (benchmarks/run_overhead.py). Larger nights keep the configured settings, where
+#: coalescing and skew handling pay.
+SMALL_INPUT_BYTES = 32 << 20
+ADAPTIVE = "spark.sql.adaptive.enabled"
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+
+
+def plan_for_input(spark: SparkSession, config: SparkConfig, new_bytes: int | None) -> str:
+    """Choose the session's query planning settings for input of `new_bytes` (None: unknown, e.g. a live
+    read: the configured settings) and say which, in a few words. A setting named in `[spark.extra]` is the
+    operator's and is never changed."""
+    configured = spark_conf(config)
+    small = new_bytes is not None and new_bytes < SMALL_INPUT_BYTES
+    wanted = {ADAPTIVE: configured.get(ADAPTIVE, "true"), SHUFFLE_PARTITIONS: configured[SHUFFLE_PARTITIONS]}
+    if small:
+        cores = max(1, spark.sparkContext.defaultParallelism)
+        wanted = {ADAPTIVE: "false", SHUFFLE_PARTITIONS: str(min(config.shuffle_partitions, cores))}
+    for key, value in wanted.items():
+        if key not in config.extra:
+            spark.conf.set(key, value)
+    size = "unknown" if new_bytes is None else f"{new_bytes / (1 << 20):.1f} MiB"
+    return (f"new input {size}: " + ("small, queries planned statically" if small else "adaptive query execution")
+            + f" ({ADAPTIVE}={spark.conf.get(ADAPTIVE)}, {SHUFFLE_PARTITIONS}={spark.conf.get(SHUFFLE_PARTITIONS)})")
+
+
 @contextmanager
 def session_setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
     """A runtime SQL setting for the duration of a block (the stages run one after another), then the

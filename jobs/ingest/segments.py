@@ -58,6 +58,15 @@ def list_partition_files(
     return sorted(segments), sorted(checkpoints)
 
 
+def source_bytes(spark: SparkSession, path: str) -> int:
+    """Bytes of the files under a segment source (0 when it is not there: the ingest says so), from the file
+    system's summary of the directory tree rather than a listing of our own."""
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    root = jvm.org.apache.hadoop.fs.Path(path)
+    fs = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    return int(fs.getContentSummary(root).getLength()) if fs.exists(root) else 0
+
+
 def list_segment_files(spark: SparkSession, sources: Sequence[SegmentSource]) -> DataFrame:
     """(cluster, partition, path) of every `__consumer_offsets-N/*.log` under the configured roots
     (`list_partition_files`)."""

@@ -1,5 +1,5 @@
-"""Spark test fixtures: one local[2] session per test module (UTC, 2 shuffle partitions, UI off, Delta
-configured by the jobs' own session builder) and a fresh catalog database per test."""
+"""Spark test fixtures: one local[2] session per test process, shared by its modules (UTC, 2 shuffle
+partitions, UI off, Delta configured by the jobs' own session builder), and a fresh catalog database per test."""
 
 from __future__ import annotations
 
@@ -23,13 +23,8 @@ def spark_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("spark")
 
 
-@pytest.fixture(scope="module")
-def spark(spark_root: Path) -> Iterator[SparkSession]:
-    """A SparkSession per test module, stopped at its end with its JVM. A SparkContext that ran the whole
-    suite's hundreds of nightly runs kept enough of them (status store, block manager, shuffle bookkeeping)
-    to run its driver out of heap (GC overhead limit exceeded, ~40 minutes in, in CI); per module, nothing
-    carries over."""
-    config = Config(
+def _test_config(spark_root: Path) -> Config:
+    return Config(
         spark=SparkConfig(
             master="local[2]",
             app_name="consumer-group-history-tests",
@@ -55,9 +50,70 @@ def spark(spark_root: Path) -> Iterator[SparkSession]:
             },
         )
     )
-    session = build_session(config)
+
+
+#: The driver JVM's heap in use after a full GC, as a share of its maximum, above which the session is
+#: restarted between two modules (see `spark`).
+RESTART_ABOVE_HEAP_SHARE = 0.35
+
+
+class _SharedSession:
+    """The one SparkSession of a test process, kept across modules while its JVM stays lean."""
+
+    session: SparkSession | None = None
+    modules: int = 0
+
+    @classmethod
+    def get(cls, spark_root: Path) -> SparkSession:
+        if cls.session is None:
+            cls.session = build_session(_test_config(spark_root))
+            cls.modules = 0
+        return cls.session
+
+    @classmethod
+    def after_module(cls) -> None:
+        """Leave nothing of a module for the next: its catalog databases and cached tables go, Delta's cache
+        of table logs is emptied; the JVM is restarted when what it holds after a full GC is over the share."""
+        session = cls.session
+        if session is None:
+            return
+        cls.modules += 1
+        session.catalog.clearCache()
+        for db in session.catalog.listDatabases():
+            if db.name != "default":
+                # external tables (every table here has a LOCATION): the catalog entries go, the files stay
+                session.sql(f"DROP DATABASE IF EXISTS `{db.name}` CASCADE")
+        jvm = session._jvm  # type: ignore[attr-defined]
+        jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
+        runtime = jvm.java.lang.Runtime.getRuntime()
+        jvm.java.lang.System.gc()
+        used = runtime.totalMemory() - runtime.freeMemory()
+        if used > RESTART_ABOVE_HEAP_SHARE * runtime.maxMemory():
+            print(f"\n[tests] Spark driver heap {used >> 20} MiB after {cls.modules} modules: new JVM", flush=True)
+            cls.stop()
+
+    @classmethod
+    def stop(cls) -> None:
+        if cls.session is not None:
+            _stop_with_its_jvm(cls.session)
+            cls.session = None
+
+
+@pytest.fixture(scope="module")
+def spark(spark_root: Path) -> Iterator[SparkSession]:
+    """The test process's SparkSession (local[2], in-memory catalog), shared by the modules one after the
+    other. A fresh JVM per module cost its start and, more, a cold JIT for every module's first queries;
+    a session that ran the whole suite's hundreds of nightly runs kept enough of them (status store, block
+    manager, shuffle bookkeeping) to run its driver out of heap (GC overhead limit exceeded, ~40 minutes
+    in, in CI). So between modules the catalog and caches are emptied and the JVM's heap is measured after
+    a full GC: over `RESTART_ABOVE_HEAP_SHARE` of its maximum, the next module gets a new JVM."""
+    session = _SharedSession.get(spark_root)
     yield session
-    _stop_with_its_jvm(session)
+    _SharedSession.after_module()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _SharedSession.stop()
 
 
 def _stop_with_its_jvm(session: SparkSession) -> None:

@@ -66,3 +66,46 @@ def test_an_existing_table_is_registered_as_it_is(spark: SparkSession, tables: T
     wrong.ensure(misplaced)
     with pytest.raises(ValueError, match="whose columns are not offset_commits'"):
         Tables(spark, tables.database + "_wrong2", wrong.location).ensure(OFFSET_COMMITS)
+
+
+def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statically(
+        spark: SparkSession, tables: Tables) -> None:
+    """bytes_added_since sums the data files the later commits added (their sizes on disk, listed here), not a
+    compaction's rewrite; plan_for_input turns adaptive execution off and the shuffle partitions down to the
+    cores below SMALL_INPUT_BYTES, back to the configured values above it, and leaves a setting the operator
+    named in [spark.extra] alone."""
+    import os
+
+    from jobs.common.config import SparkConfig
+    from jobs.common.session import ADAPTIVE, SHUFFLE_PARTITIONS, SMALL_INPUT_BYTES, plan_for_input
+
+    tables.ensure(RAW_OFFSETS)
+    files_before = {os.path.join(d, f) for d, _, fs in os.walk(tables.path(RAW_OFFSETS)) for f in fs
+                    if f.endswith(".parquet")}
+    for v in range(2):
+        tables.append(RAW_OFFSETS, raw_frame(spark, [raw(0, 10 * v + o, b"k", b"v" * 100) for o in range(5)])
+                      .repartition(2))
+    added = {os.path.join(d, f) for d, _, fs in os.walk(tables.path(RAW_OFFSETS)) for f in fs
+             if f.endswith(".parquet")} - files_before
+    assert len(added) >= 2
+    assert tables.bytes_added_since(RAW_OFFSETS, 0) == sum(os.path.getsize(f) for f in added)
+    assert tables.bytes_added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS)) == 0
+    tables.delta(RAW_OFFSETS).optimize().executeCompaction()  # rewrites, adds no row
+    assert tables.bytes_added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS) - 1) == 0
+
+    before = {k: spark.conf.get(k) for k in (ADAPTIVE, SHUFFLE_PARTITIONS)}
+    try:
+        config = SparkConfig(master="local[2]", shuffle_partitions=8)
+        said = plan_for_input(spark, config, SMALL_INPUT_BYTES - 1)
+        assert (spark.conf.get(ADAPTIVE), spark.conf.get(SHUFFLE_PARTITIONS)) == ("false", "2")
+        assert "queries planned statically" in said
+        plan_for_input(spark, config, SMALL_INPUT_BYTES)
+        assert (spark.conf.get(ADAPTIVE), spark.conf.get(SHUFFLE_PARTITIONS)) == ("true", "8")
+        plan_for_input(spark, config, None)  # a live read: its size is not known
+        assert (spark.conf.get(ADAPTIVE), spark.conf.get(SHUFFLE_PARTITIONS)) == ("true", "8")
+        operator = SparkConfig(master="local[2]", shuffle_partitions=8, extra={ADAPTIVE: "true"})
+        plan_for_input(spark, operator, 1)
+        assert (spark.conf.get(ADAPTIVE), spark.conf.get(SHUFFLE_PARTITIONS)) == ("true", "2")
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)

@@ -7,9 +7,10 @@ tombstones and aborted transactions (KIP-848 and transactional groups among them
 what the fleet and the samples lack: stalls across generations and protocol conversions, rewinds, commits
 by non-members, conversions seen only by looking back, group tombstones that later records turn into
 conversions, aborted and never-decided transactions, a record without a timestamp, and deletion/expiry log
-lines. Each input is cut into k = 1..6 runs at random offsets (every k a cluster of its own in one
-warehouse: see tests/spark/splits.py), its log lines going to random runs; the nightly job's decode and gold
-stages run once per piece. Cut points come from a seeded generator (CGH_SPLIT_SEED picks another seed).
+lines. Each input is cut into k = 1, 2 and one random k of 3..6 runs (RUNS) at random offsets (every k a
+cluster of its own in one warehouse: see tests/spark/splits.py), its log lines going to random runs; the
+nightly job's decode and gold stages run once per piece. Cut points come from a seeded generator
+(CGH_SPLIT_SEED picks another seed).
 
 The oracle's records are decoded again from the archived bytes of the rows the silver tables hold, with
 their transaction outcomes, and its log events are the coordinator_events rows naming the group (in file
@@ -72,7 +73,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SEED = int(os.environ.get("CGH_SPLIT_SEED", "18"))
 #: The samples' scenarios last about a minute: stalls of 5 s show there (and in the story).
 STALL_MS = 5_000
-RUNS = range(1, 7)
+#: The splits fed at the Spark level: one run, two, and one random k of 3..6 per seed. What only Spark can break
+#: (the wiring, the MERGE keys, the state's round trip through group_state, change-feed ranges) shows in any
+#: split of two runs or more; the property over many random splits lives where the folds do, in the core's
+#: hypothesis tests (tests/unit/test_history_fold.py, test_storms_fold.py, test_whatif_fold.py). The offset
+#: events have no core fold yet (issue 30): their oracle comparison here is their split test.
+RUNS = (1, 2, random.Random(f"k:{SEED}").randint(3, 6))
 FLEET = FleetSpec(cluster="synthetic", groups=40, partitions=4, seed=11, rebalance_rate=0.05, tombstone_rate=0.04,
                   abort_rate=0.3)
 FLEET_RECORDS = 2_500
@@ -267,7 +273,7 @@ NIGHT_STAGES = [s for s in STAGES if s.name in ("decode", "history", "storms")]
 @pytest.fixture(scope="module")
 def nights(spark: SparkSession, source: Tables, tmp_path_factory: pytest.TempPathFactory
            ) -> tuple[Config, list[splits.Split], list[OffsetEventsResult]]:
-    """Every input fed k = 1..6 times (one cluster per k), cut at random; one nightly run per piece. The
+    """Every input fed k times for each k of RUNS (one cluster per k), cut at random; one nightly run per piece. The
     offset-event stage's results of each run are kept (what it read and carried)."""
     rng = random.Random(SEED)
     cuts = [splits.random_split(rng, name, f"{name}-k{k}", k, splits.offset_ranges(source, name))
@@ -336,7 +342,7 @@ def test_every_split_leaves_the_oracle_rows(
 
 def test_every_split_leaves_the_gold_tables_of_one_run(
         spark: SparkSession, nights: tuple[Config, list[splits.Split], list[OffsetEventsResult]]) -> None:
-    """Every gold table of each input cut into k = 2..6 runs holds the rows of the same input in one run
+    """Every gold table of each input cut into k > 1 runs (RUNS) holds the rows of the same input in one run
     (its k = 1 copy), the cluster's name aside."""
     config, cuts, _ = nights
     tables = _tables(spark, config)
@@ -383,7 +389,7 @@ def test_a_run_reads_its_new_rows_and_the_touched_groups_state(
     only the cluster's partition of the tables they write. Counted from the scans' SQL metrics."""
     config, _, _ = nights
     tables = _tables(spark, config)
-    cluster = f"{FLEET.cluster}-k6"
+    cluster = f"{FLEET.cluster}-k{max(RUNS)}"
     write_fleet(tables, dataclasses.replace(FLEET, cluster=cluster), 300, append=True)
     history = next(s for s in STAGES if s.name == "history")
     # What the stage may read of the tables it writes: the rows in the cluster's live files (a scan reads

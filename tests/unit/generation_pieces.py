@@ -1,7 +1,9 @@
 """Builders for the tests of the stages downstream of group_generations (no tests here): a group's
 generation rows as a run of nightly runs delivers them, each run's inserted or amended rows and deleted
 keys, made by the generation history's own fold (``fold_generations``) over the group's records and log
-lines cut into k runs, optionally with further amendments of the last rows.
+lines cut into k runs, optionally with further amendments of the last rows. The cut is a :class:`Split`:
+drawn by hypothesis (:func:`splits`) in the property tests, from a seeded ``random.Random``
+(:func:`split_runs`) elsewhere.
 
 Histories come from the real-broker sample (samples/kafka-4.3.1, through ``tests.unit.test_history_sample``)
 and from synthetic groups (:func:`synthetic_history`): long histories over days with storms of rebalances,
@@ -16,7 +18,9 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Literal
+
+from hypothesis import strategies as st
 
 from coordinator_core.history import GroupRecord
 from coordinator_core.history.generations import fold_generations, row_key
@@ -62,33 +66,98 @@ def _time(r: GroupRecord) -> datetime:
     return record_time(r) or datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+@dataclass(frozen=True)
+class Split:
+    """A history cut into runs, as a property test draws it: a new run starts at each record position in
+    ``cuts`` (records in offset order; positions between 1 and the record count - 1, ascending), and a log
+    line goes to the run of the record time it follows (the last run if it follows them all), except the
+    lines ``moved`` names by their index, which go to the run given."""
+
+    cuts: tuple[int, ...] = ()
+    moved: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def k(self) -> int:
+        """The number of runs."""
+        return len(self.cuts) + 1
+
+
+def runs_in_time(records: Sequence[GroupRecord], events: Sequence[CoordinatorEvent], cuts: Sequence[int]
+                 ) -> list[int]:
+    """For each log line, the run of the record time it follows when the records are cut at ``cuts``."""
+    records = sorted(records, key=lambda r: r.offset)
+    ends = [_time(records[b - 1]) for b in [*cuts, len(records)]] if records else []
+    return [next((i for i, end in enumerate(ends) if e.timestamp is not None and e.timestamp <= end), len(cuts))
+            for e in events]
+
+
+def runs_of(records: Sequence[GroupRecord], events: Sequence[CoordinatorEvent], split: Split
+            ) -> list[tuple[list[GroupRecord], list[CoordinatorEvent]]]:
+    """The runs' records and log lines, as ``split`` cuts them."""
+    records = sorted(records, key=lambda r: r.offset)
+    assert list(split.cuts) == sorted(set(split.cuts)) and all(0 < c < len(records) for c in split.cuts), split
+    bounds = [0, *split.cuts, len(records)]
+    runs: list[tuple[list[GroupRecord], list[CoordinatorEvent]]] = [
+        (list(records[a:b]), []) for a, b in itertools.pairwise(bounds)]
+    moved = dict(split.moved)
+    for i, (e, run) in enumerate(zip(events, runs_in_time(records, events, split.cuts), strict=True)):
+        runs[moved.get(i, run)][1].append(e)
+    return runs
+
+
+def splits(records: Sequence[GroupRecord], events: Sequence[CoordinatorEvent], *,
+           lines: Literal["own", "next", "any"] = "own", max_runs: int = 8) -> st.SearchStrategy[Split]:
+    """Hypothesis's splits of a history into 1 to ``max_runs`` runs (no more than there are records), cut at
+    any record positions. Log lines go to the run of the record time they follow (``own``); or, in
+    half the splits, each to that run or the next (``next``, late lines); or each to any run (``any``).
+    Shrinks towards one run, early cuts and lines in their own run."""
+    n = len(records)
+
+    @st.composite
+    def draw_split(draw: st.DrawFn) -> Split:
+        k = draw(st.integers(1, max(1, min(max_runs, n))), label="runs")
+        cuts = tuple(sorted(draw(st.lists(st.sampled_from(range(1, n)), min_size=k - 1, max_size=k - 1, unique=True),
+                                 label="cuts"))) if k > 1 else ()
+        own = runs_in_time(records, events, cuts)
+        to = list(own)
+        # One byte per line (a single draw, fast for hundreds of lines), shrinking to 0: the line's own run.
+        if lines == "next" and k > 1 and draw(st.booleans(), label="late lines"):
+            later = draw(st.binary(min_size=len(own), max_size=len(own)), label="one run later if odd")
+            to = [min(run + byte % 2, k - 1) for run, byte in zip(own, later, strict=True)]
+        elif lines == "any" and k > 1:
+            shifts = draw(st.binary(min_size=len(own), max_size=len(own)), label="runs after its own, cyclically")
+            to = [(run + byte) % k for run, byte in zip(own, shifts, strict=True)]
+        return Split(cuts, tuple((i, b) for i, (a, b) in enumerate(zip(own, to, strict=True)) if a != b))
+
+    return draw_split()
+
+
 def split_runs(records: Sequence[GroupRecord], events: Sequence[CoordinatorEvent], k: int, rng: random.Random,
                logs_late: bool) -> list[tuple[list[GroupRecord], list[CoordinatorEvent]]]:
     """k runs cut at random record positions; a log line goes to the run of the record time it follows, or
     (``logs_late``) to that run or the next one."""
-    records = sorted(records, key=lambda r: r.offset)
     n = len(records)
-    cuts = sorted(rng.sample(range(1, n), min(k - 1, n - 1))) if n > 1 else []
-    bounds = [0, *cuts, n]
-    runs: list[tuple[list[GroupRecord], list[CoordinatorEvent]]] = [
-        (list(records[a:b]), []) for a, b in itertools.pairwise(bounds)]
-    ends = [_time(records[b - 1]) for b in bounds[1:]] if n else []
-    for e in events:
-        index = next((i for i, end in enumerate(ends) if e.timestamp is not None and e.timestamp <= end),
-                     len(runs) - 1)
-        if logs_late:
-            index = rng.randrange(index, min(index + 2, len(runs)))
-        runs[index][1].append(e)
-    return runs
+    cuts = tuple(sorted(rng.sample(range(1, n), min(k - 1, n - 1)))) if n > 1 else ()
+    moved: tuple[tuple[int, int], ...] = ()
+    if logs_late:
+        moved = tuple((i, rng.randrange(run, min(run + 2, len(cuts) + 1)))
+                      for i, run in enumerate(runs_in_time(records, events, cuts)))
+    return runs_of(records, events, Split(cuts, moved))
 
 
 def fold_pieces(records: Sequence[GroupRecord], events: Sequence[CoordinatorEvent], group: str, k: int,
                 rng: random.Random, *, logs_late: bool = False, reopen: timedelta | None = timedelta(hours=48)
                 ) -> list[Piece]:
     """The group's history delivered in k runs by the generation fold itself (its amendments included)."""
+    return fold_runs(split_runs(records, events, k, rng, logs_late), group, reopen=reopen)
+
+
+def fold_runs(runs: Iterable[tuple[Sequence[GroupRecord], Sequence[CoordinatorEvent]]], group: str, *,
+              reopen: timedelta | None = timedelta(hours=48)) -> list[Piece]:
+    """Each run's delivery, made by the generation fold over the run's records and log lines."""
     pieces = []
     state: GenerationState | None = None
-    for run_records, run_events in split_runs(records, events, k, rng, logs_late):
+    for run_records, run_events in runs:
         result = fold_generations(state, run_records, run_events, group_id=group, reopen=reopen)
         pieces.append(Piece([plain(r) for r in result.rows], list(result.removed)))
         state = load_state(dump_state(result.state))
@@ -235,5 +304,5 @@ def rows_as_history(pieces: Sequence[Piece]) -> list[dict[str, Any]]:
     return sorted(final_rows(pieces), key=lambda r: (r["group_protocol"], r["generation"], r["record_offset"] or -1))
 
 
-__all__ = ["Piece", "final_rows", "fold_pieces", "key_of", "plain", "row_key", "rows_as_history", "split_runs",
-           "synthetic_fleet", "synthetic_history", "with_amendments"]
+__all__ = ["Piece", "Split", "final_rows", "fold_pieces", "fold_runs", "key_of", "plain", "row_key", "rows_as_history",
+           "runs_in_time", "runs_of", "split_runs", "splits", "synthetic_fleet", "synthetic_history", "with_amendments"]

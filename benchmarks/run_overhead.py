@@ -1,0 +1,227 @@
+"""What one nightly run costs beyond its data: Spark jobs, SQL executions, Delta commits (by operation),
+and the driver's actions (`count`, `collect`, ... with the line that asked) per stage, on the samples.
+
+    .venv/bin/python -m benchmarks.run_overhead                   # conf/local.toml into a fresh warehouse
+    .venv/bin/python -m benchmarks.run_overhead --conf conf/x.toml --again 2
+
+The nightly job runs in this process (`jobs.nightly.run_nightly`, the very stages of `python -m
+jobs.nightly`) on the configuration's inputs, with its tables, Spark warehouse, metastore and report moved
+to a fresh temporary directory. Then `--again` runs follow with nothing new (the fixed cost of a quiet night).
+Printed: the session's start, then per run and stage the seconds (the run's own timers), the Spark jobs and
+SQL executions it started, the Delta commits it made per operation (read from the tables' commit files) and
+the driver-side actions with their call sites in jobs/; last, the 1-minute load average (a figure means
+little without it) and one JSON line with everything, so the next change can be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+#: DataFrame methods that run a Spark job and bring its answer to the driver.
+ACTIONS = ("count", "collect", "first", "take", "head", "isEmpty", "toPandas", "toArrow", "toLocalIterator")
+
+
+class Counters:
+    """Driver-side actions per stage, by call site (the innermost frame in jobs/ or coordinator_core/)."""
+
+    def __init__(self) -> None:
+        self.stage = "setup"
+        self.actions: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+
+    def record(self, method: str) -> None:
+        site = "?"
+        for frame in reversed(traceback.extract_stack()[:-2]):
+            rel = os.path.relpath(frame.filename, ROOT)
+            if rel.startswith(("jobs/", "coordinator_core/")):
+                site = f"{rel}:{frame.lineno}"
+                break
+        self.actions[self.stage][f"{method} @ {site}"] += 1
+
+
+@contextmanager
+def counting_actions(counters: Counters) -> Iterator[None]:
+    # Spark 4's DataFrame is pyspark.sql.classic.dataframe.DataFrame (the Spark Connect one aside), which
+    # overrides the base class's methods: patched there.
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    originals = {name: DataFrame.__dict__[name] for name in ACTIONS if name in DataFrame.__dict__}
+    busy = [False]
+
+    def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not busy[0]:  # an action implemented by another (first -> head -> take) counts once
+                counters.record(name)
+            outer, busy[0] = busy[0], True
+            try:
+                return fn(self, *args, **kwargs)
+            finally:
+                busy[0] = outer
+        return counted
+
+    for name, fn in originals.items():
+        setattr(DataFrame, name, wrap(name, fn))
+    try:
+        yield
+    finally:
+        for name, fn in originals.items():
+            setattr(DataFrame, name, fn)
+
+
+def _next_job_id(spark: Any) -> int:
+    return int(spark.sparkContext._jsc.sc().dagScheduler().nextJobId())
+
+
+def _next_execution_id(spark: Any) -> int:
+    store = spark._jsparkSession.sharedState().statusStore()
+    executions = store.executionsList()
+    return max((executions.apply(i).executionId() for i in range(executions.size())), default=-1) + 1
+
+
+def _commit_operations(table_dir: Path, after: int) -> collections.Counter[str]:
+    """Operations of the commits after version `after`, from the table's commit files."""
+    ops: collections.Counter[str] = collections.Counter()
+    log = table_dir / "_delta_log"
+    if not log.is_dir():
+        return ops
+    for commit in sorted(log.glob("*.json")):
+        if not commit.stem.isdigit() or int(commit.stem) <= after:
+            continue
+        for line in commit.read_text().splitlines():
+            if '"commitInfo"' in line:
+                ops[json.loads(line)["commitInfo"].get("operation", "?")] += 1
+    return ops
+
+
+def _versions(tables_dir: Path) -> dict[str, int]:
+    out = {}
+    for table in sorted(p for p in tables_dir.iterdir() if (p / "_delta_log").is_dir()) if tables_dir.is_dir() else []:
+        versions = [int(c.stem) for c in (table / "_delta_log").glob("*.json") if c.stem.isdigit()]
+        out[table.name] = max(versions) if versions else -1
+    return out
+
+
+def _instrumented(stages: Any, spark: Any, counters: Counters, tables_dir: Path, figures: list[dict[str, Any]]
+                  ) -> tuple[Any, ...]:
+    from jobs.stages import Stage
+
+    def wrap(stage: Any) -> Any:
+        def run(ctx: Any) -> None:
+            counters.stage = stage.name
+            jobs0, sql0, versions0 = _next_job_id(spark), _next_execution_id(spark), _versions(tables_dir)
+            t0 = time.monotonic()
+            try:
+                stage.run(ctx)
+            finally:
+                seconds = time.monotonic() - t0
+                commits: collections.Counter[str] = collections.Counter()
+                for table in _versions(tables_dir):
+                    for op, n in _commit_operations(tables_dir / table, versions0.get(table, -1)).items():
+                        commits[f"{op} {table}"] += n
+                figures.append({"stage": stage.name, "seconds": round(seconds, 2),
+                                "spark_jobs": _next_job_id(spark) - jobs0,
+                                "sql_executions": _next_execution_id(spark) - sql0,
+                                "commits": dict(commits),
+                                "actions": dict(counters.actions.pop(stage.name, {}))})
+                counters.stage = "commit"
+        return Stage(stage.name, stage.writes, run)
+
+    return tuple(wrap(s) for s in stages)
+
+
+def _print_run(label: str, seconds: float, figures: list[dict[str, Any]], verbose: bool) -> None:
+    print(f"\n== {label}: {seconds:.1f} s as a whole (session excluded)")
+    print(f"{'stage':<12} {'s':>6} {'jobs':>5} {'sql':>5} {'commits':>7} {'actions':>7}")
+    for f in figures:
+        print(f"{f['stage']:<12} {f['seconds']:>6.1f} {f['spark_jobs']:>5} {f['sql_executions']:>5} "
+              f"{sum(f['commits'].values()):>7} {sum(f['actions'].values()):>7}")
+    total = {k: sum(f[k] for f in figures) for k in ("seconds", "spark_jobs", "sql_executions")}
+    print(f"{'stages':<12} {total['seconds']:>6.1f} {total['spark_jobs']:>5} {total['sql_executions']:>5} "
+          f"{sum(sum(f['commits'].values()) for f in figures):>7} "
+          f"{sum(sum(f['actions'].values()) for f in figures):>7}")
+    if verbose:
+        for f in figures:
+            if f["commits"] or f["actions"]:
+                print(f"  {f['stage']}:")
+            for what, n in sorted(f["commits"].items()):
+                print(f"    commit  {n:>3} x {what}")
+            for what, n in sorted(f["actions"].items()):
+                print(f"    action  {n:>3} x {what}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--conf", default=str(ROOT / "conf" / "local.toml"))
+    parser.add_argument("--again", type=int, default=1, help="runs with nothing new after the first (default 1)")
+    parser.add_argument("--workdir", default=None, help="where the fresh warehouse goes (default: a temp dir)")
+    parser.add_argument("--quiet", action="store_true", help="no per-site lines of commits and actions")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting over the configuration's (repeatable), to compare settings")
+    args = parser.parse_args(argv)
+
+    from jobs.common.config import load_job_config
+    from jobs.common.session import build_session
+    from jobs.nightly import run_nightly
+    from jobs.stages import STAGES
+
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="run-overhead-"))
+    config = load_job_config(args.conf)
+    config = dataclasses.replace(
+        config,
+        tables=dataclasses.replace(config.tables, location=str(workdir / "tables")),
+        spark=dataclasses.replace(config.spark, warehouse_dir=str(workdir / "spark-warehouse"),
+                                  metastore_dir=str(workdir / "metastore_db") if config.spark.metastore_dir else ""),
+        report=dataclasses.replace(config.report, path=str(workdir / "report" / "rebalance-audit.html")),
+    )
+    overrides = dict(item.split("=", 1) for item in args.set)
+    if overrides:
+        config = dataclasses.replace(config, spark=dataclasses.replace(
+            config.spark, extra={**config.spark.extra, **overrides}))
+    t0 = time.monotonic()
+    spark = build_session(config)
+    session_seconds = time.monotonic() - t0
+    print(f"session: {session_seconds:.1f} s (JVM start, jars, catalog {config.spark.catalog}); warehouse {workdir}")
+    counters = Counters()
+    runs = []
+    with counting_actions(counters):
+        for n in range(1 + args.again):
+            figures: list[dict[str, Any]] = []
+            stages = _instrumented(STAGES, spark, counters, workdir / "tables", figures)
+            counters.stage = "setup"
+            jobs0, sql0 = _next_job_id(spark), _next_execution_id(spark)
+            t = time.monotonic()
+            run_nightly(spark, config, stages=stages)
+            seconds = time.monotonic() - t
+            outside = {"spark_jobs": _next_job_id(spark) - jobs0 - sum(f["spark_jobs"] for f in figures),
+                       "sql_executions": _next_execution_id(spark) - sql0 - sum(f["sql_executions"] for f in figures),
+                       "actions": {k: dict(v) for k, v in counters.actions.items()}}
+            counters.actions.clear()
+            label = "first run (fresh warehouse)" if n == 0 else f"run {n + 1} (nothing new)"
+            _print_run(label, seconds, figures, not args.quiet)
+            in_stages = sum(f["seconds"] for f in figures)
+            print(f"  outside the stages (claim, recovery, ensure, commit): {seconds - in_stages:.1f} s, "
+                  f"{outside['spark_jobs']} jobs, {outside['sql_executions']} sql")
+            runs.append({"label": label, "seconds": round(seconds, 2), "stages": figures, "outside": outside})
+    spark.stop()
+    load = os.getloadavg()[0]
+    print(f"\nload average (1 min): {load:.2f}")
+    print(json.dumps({"session_seconds": round(session_seconds, 2), "runs": runs, "load1": load}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
