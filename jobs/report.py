@@ -11,6 +11,7 @@ the same cause for the same rebalances.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
@@ -161,12 +162,38 @@ def report_frames(tables: Tables, groups_shown: int) -> ReportData:
                       shown=shown, storms_total=storms_total)
 
 
-def write_report(tables: Tables, out_path: Path, groups_shown: int = 8, source: str = "") -> Path:
-    """Write the audit report of the whole warehouse to `out_path` (one self-contained HTML file)."""
+def write_report(tables: Tables, out_path: Path, groups_shown: int = 8, source: str = "",
+                 stamp: str | None = None) -> Path:
+    """Write the audit report of the whole warehouse to `out_path` (one self-contained HTML file). `stamp`
+    (see `report_stamp`) is kept at its end, so the next run can tell the report is current."""
     data = report_frames(tables, groups_shown)
     data = ReportData(data.fleet, data.storms, data.generations, data.whatif, data.generated_at, source=source,
                       shown=data.shown, storms_total=data.storms_total)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(render_report(data), encoding="utf-8")
+    page = render_report(data)
+    if stamp is not None:
+        page += f"\n{stamp}\n"
+    out_path.write_text(page, encoding="utf-8")
     return out_path
+
+
+#: The tables the report is drawn from.
+REPORT_INPUTS = (GROUP_GENERATIONS, REBALANCE_STORMS, ASSIGNOR_WHATIF)
+
+
+def report_stamp(tables: Tables, groups_shown: int) -> str:
+    """What a report was drawn from (its tables' versions, the database, the groups shown), as an HTML comment."""
+    inputs = {"database": tables.database, "groups_shown": groups_shown,
+              "versions": {spec.name: tables.version(spec) for spec in REPORT_INPUTS}}
+    return f"<!-- cgh report inputs {json.dumps(inputs, sort_keys=True)} -->"
+
+
+def report_is_current(out_path: Path, stamp: str) -> bool:
+    """Whether the report at `out_path` was drawn from what `stamp` names (then writing it again would
+    only change its time: a night with nothing new keeps it)."""
+    if not out_path.is_file():
+        return False
+    with open(out_path, "rb") as page:
+        page.seek(max(0, out_path.stat().st_size - 4096))
+        return stamp.encode() in page.read()
 

@@ -207,10 +207,15 @@ def _maintenance_stage(ctx: RunContext) -> None:
 def _report_stage(ctx: RunContext) -> None:
     views = create_views(ctx.tables.spark, ctx.tables.database)
     ctx.extra["views"] = ", ".join(views)
-    from jobs.report import write_report  # plotly is loaded by the report stage only
+    from jobs.report import report_is_current, report_stamp, write_report  # plotly: the report stage only
 
-    path = write_report(ctx.tables, Path(ctx.config.report.path), ctx.config.report.groups_shown,
-                        source=f"database {ctx.tables.database}")
+    path, shown = Path(ctx.config.report.path), ctx.config.report.groups_shown
+    stamp = report_stamp(ctx.tables, shown)
+    if report_is_current(path, stamp):
+        # a night with nothing new for the report's tables: the same report, but for its time
+        ctx.extra["report"] = f"{path} (current: its tables have not changed since it was written)"
+        return
+    path = write_report(ctx.tables, path, shown, source=f"database {ctx.tables.database}", stamp=stamp)
     ctx.extra["report"] = str(path)
 
 

@@ -2,8 +2,8 @@
 installed Spark, executors in JVMs of their own), `scripts/package`, then the standalone `spark-submit` command
 of conf/cluster.example.toml's header, read from that file, over both shipped samples. The executors' Python
 workers must run the interpreter of the shipped environment (dist/cgh-env.tar.gz, unpacked by the executor),
-not the driver's .venv; every table must equal a local run's (`python -m jobs.nightly`, local[2]), without the
-columns that name the run.
+not the driver's .venv; every table must equal a local run's (the embedded default's night on local[2], the
+test session's shared sample warehouse), without the columns that name the run.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -29,6 +28,7 @@ from pyspark.sql import SparkSession
 from jobs.common.config import Config, load_config
 from jobs.common.delta_io import Tables
 from schemas import GROUP_GENERATIONS, INGEST_RUNS, OFFSET_EVENTS, REBALANCE_STORMS
+from tests.spark.sample_warehouse import SampleWarehouse
 from tests.spark.test_crash_drills import _assert_same_tables
 
 pytestmark = pytest.mark.spark
@@ -231,8 +231,7 @@ def test_nightly_on_a_standalone_cluster_equals_a_local_run(
     assert (ROOT / "dist" / "consumer_group_history.zip").is_file() and (ROOT / "dist" / "cgh-env.tar.gz").is_file()
 
     local_config = load_config(None)
-    for name in ("cluster", "local"):
-        (tmp_path / f"{name}.toml").write_text(_toml(local_config, tmp_path, name))
+    (tmp_path / "cluster.toml").write_text(_toml(local_config, tmp_path, "cluster"))
 
     command = documented_standalone_command()
     assert MASTER_PLACEHOLDER in command and command.endswith(CONF_PLACEHOLDER), command
@@ -250,13 +249,9 @@ def test_nightly_on_a_standalone_cluster_equals_a_local_run(
         workers.stop.set()
         watcher.join()
 
-    local_env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_GATEWAY_PORT")}
-    local_seconds = _run([sys.executable, "-m", "jobs.nightly", "--conf", str(tmp_path / "local.toml")],
-                         tmp_path / "local.log", local_env)
     with capsys.disabled():
         print(f"\n[cluster test] scripts/package {package_seconds:.0f} s; nightly on the standalone cluster "
-              f"(spark-submit, 1 worker, 2 cores) {cluster_seconds:.0f} s wall; the same run local[2] "
-              f"(python -m jobs.nightly) {local_seconds:.0f} s wall")
+              f"(spark-submit, 1 worker, 2 cores) {cluster_seconds:.0f} s wall")
 
     # The executors ran: one application on the worker, its executor unpacked the environment.
     apps = [d for d in cluster.work_dir.iterdir() if d.name.startswith("app-")]
@@ -275,9 +270,14 @@ def test_nightly_on_a_standalone_cluster_equals_a_local_run(
                        if any(re.search(r"/site-packages/pyarrow/libarrow\.so", m) for m in mapped)]
     assert pyarrow_loaders, f"no executor Python loaded pyarrow's library: {workers.seen}"
 
+    # The local run to compare with: the embedded default's night on local[2] (conf/local.toml's inputs and
+    # thresholds, every stage), which the test session builds once for every test that reads it.
     spark: SparkSession = request.getfixturevalue("spark")
+    warehouse: SampleWarehouse = request.getfixturevalue("sample_warehouse")
+    assert (warehouse.config.sources, warehouse.config.storms, warehouse.config.history) == (
+        local_config.sources, local_config.storms, local_config.history)
     got = Tables(spark, "consumer_group_history", str(tmp_path / "cluster" / "tables"))
-    expected = Tables(spark, "consumer_group_history", str(tmp_path / "local" / "tables"))
+    expected = Tables(spark, warehouse.config.tables.database, warehouse.config.tables.location)
     for spec in (GROUP_GENERATIONS, OFFSET_EVENTS, REBALANCE_STORMS):
         assert expected.read(spec).count() > 0, f"the local run wrote no {spec.name}: nothing to compare"
     assert got.read(INGEST_RUNS).count() == expected.read(INGEST_RUNS).count() == 1

@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 from jobs.common.config import Config, SparkConfig, TablesConfig, parse_config
 from jobs.common.delta_io import Tables
 from jobs.common.session import build_session
+from tests.spark.sample_warehouse import SampleWarehouse, shared_sample_warehouse
 
 _databases = itertools.count()
 
@@ -62,11 +63,15 @@ class _SharedSession:
 
     session: SparkSession | None = None
     modules: int = 0
+    #: the session's SQL settings as built: a module's changes (a nightly run plans by its input's size) are
+    #: undone before the next module
+    settings: dict[str, str] = {}  # noqa: RUF012 - one per process, like the session
 
     @classmethod
     def get(cls, spark_root: Path) -> SparkSession:
         if cls.session is None:
             cls.session = build_session(_test_config(spark_root))
+            cls.settings = dict(cls.session.conf.getAll)
             cls.modules = 0
         return cls.session
 
@@ -78,6 +83,13 @@ class _SharedSession:
         if session is None:
             return
         cls.modules += 1
+        now = dict(session.conf.getAll)
+        for key in now.keys() - cls.settings.keys():
+            if session.conf.isModifiable(key):
+                session.conf.unset(key)
+        for key, value in cls.settings.items():
+            if now.get(key) != value and session.conf.isModifiable(key):
+                session.conf.set(key, value)
         session.catalog.clearCache()
         for db in session.catalog.listDatabases():
             if db.name != "default":
@@ -114,6 +126,13 @@ def spark(spark_root: Path) -> Iterator[SparkSession]:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     _SharedSession.stop()
+
+
+@pytest.fixture(scope="session")
+def sample_warehouse(spark_root: Path, tmp_path_factory: pytest.TempPathFactory) -> SampleWarehouse:
+    """The embedded default's night (conf/local.toml's inputs, every stage), built once per test session for
+    the tests that read it (tests/spark/sample_warehouse.py)."""
+    return shared_sample_warehouse(_SharedSession.get(spark_root), tmp_path_factory)
 
 
 def _stop_with_its_jvm(session: SparkSession) -> None:

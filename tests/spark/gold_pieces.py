@@ -1,8 +1,8 @@
 """Feeding generation rows to the stages downstream of group_generations in pieces, for the property tests
 of the incremental storms, assignment replay and what-if stages (no tests here).
 
-The generation rows come from the real sample (the nightly job run once on samples/kafka-4.3.1, up to its
-history stage: `sample_warehouse`) and from synthetic groups (tests.unit.generation_pieces, the generation
+The generation rows come from the real sample (samples/kafka-4.3.1's cluster of the shared sample
+warehouse: `sample_history`) and from synthetic groups (tests.unit.generation_pieces, the generation
 fold itself delivering them run by run). Each way of cutting one history into runs is a *split* and gets a
 cluster name of its own, so that every split rides in the same runs: run i delivers piece i of every split
 (a split of k pieces has none after run k-1). A run writes its pieces to group_generations as the history
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,37 +22,24 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs.common.config import Config, LogSource, ReportConfig, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.nightly import run_nightly
-from jobs.stages import STAGES
 from schemas.gold import GROUP_GENERATIONS
+from tests.spark.sample_warehouse import SampleWarehouse
 from tests.unit.generation_pieces import Piece, key_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "kafka-4.3.1"
-SAMPLE_CLUSTER = "sample"
+SAMPLE_CLUSTER = "kafka-4.3.1"
 
 #: group_generations rows with the `_deleted` flag: what the history stage hands the later stages.
 CHANGED_GENERATIONS = T.StructType([*GROUP_GENERATIONS.schema.fields, T.StructField("_deleted", T.BooleanType())])
 
 
 @pytest.fixture(scope="module")
-def sample_warehouse(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tables]:
-    """The nightly job on the 4.3.1 sample (segments and logs), up to its history stage, in a database of
-    its own: the silver tables and group_generations of a real broker's capture (built once per module:
-    each module has a Spark session of its own)."""
-    root = tmp_path_factory.mktemp("sample_warehouse")
-    logs = (LogSource(SAMPLE_CLUSTER, "broker-1", (str(SAMPLE / "broker" / "server.log"),), "UTC", 1),
-            LogSource(SAMPLE_CLUSTER, "clients", (str(SAMPLE / "clients" / "*.log"),)))
-    config = Config(
-        sources=SourcesConfig(mode="segments", segments=(SegmentSource(SAMPLE_CLUSTER, str(SAMPLE)),), logs=logs),
-        tables=TablesConfig(database="cgh_sample_history", location=str(root / "tables")),
-        report=ReportConfig(path=str(root / "report.html"), groups_shown=4),
-    )
-    stages = tuple(s for s in STAGES if s.name in ("ingest", "decode", "logs", "history"))
-    run_nightly(spark, config, stages=stages)
-    yield Tables(spark, config.tables.database, config.tables.location)
+def sample_history(spark: SparkSession, sample_warehouse: SampleWarehouse) -> Tables:
+    """The silver tables and group_generations of a real broker's capture: the shared sample warehouse (the
+    embedded default's night, built once per test session), of which these tests read SAMPLE_CLUSTER."""
+    return sample_warehouse.tables(spark)
 
 
 def generation_rows(tables: Tables, cluster: str = SAMPLE_CLUSTER) -> dict[str, list[dict[str, Any]]]:

@@ -1,8 +1,8 @@
 """What the generation history says when an operator has only the broker logs, not the clients'.
 
-The nightly job runs twice on both samples (samples/kafka-3.9.1, samples/kafka-4.3.1), each time into a
-warehouse of its own: once with conf/local.toml's sources as they are (segments, broker and client logs),
-once with the client logs left out (only the `[[sources.logs]]` entries with a broker id). Generations are
+The nightly job's history on the samples, twice, each in a warehouse of its own: once with conf/local.toml's
+sources as they are (segments, broker and client logs: the shared sample warehouse), once with the client
+logs left out (only the `[[sources.logs]]` entries with a broker id). Generations are
 joined on (cluster, group_id, generation).
 
 The expected causes do not come from the code under test: each generation's true cause is what the
@@ -34,6 +34,7 @@ from jobs.common.delta_io import Tables
 from jobs.nightly import run_nightly
 from jobs.stages import STAGES
 from schemas import GROUP_GENERATIONS
+from tests.spark.sample_warehouse import SampleWarehouse
 
 pytestmark = pytest.mark.spark
 
@@ -133,12 +134,14 @@ def _generations(spark: SparkSession, config: Config) -> dict[Key, dict[str, Any
 
 
 @pytest.fixture(scope="module")
-def runs(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+def runs(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, sample_warehouse: SampleWarehouse
          ) -> Iterator[tuple[dict[Key, dict[str, Any]], dict[Key, dict[str, Any]], Config]]:
+    """All logs: the shared sample warehouse (conf/local.toml as it is, tests/spark/sample_warehouse.py);
+    broker logs only: a run of its own."""
     all_logs, broker_only = _configs(tmp_path_factory.mktemp("broker_logs_only"))
-    run_nightly(spark, all_logs, stages=HISTORY_STAGES)
+    assert all_logs.sources == sample_warehouse.config.sources and all_logs.history == sample_warehouse.config.history
     run_nightly(spark, broker_only, stages=HISTORY_STAGES)
-    yield _generations(spark, all_logs), _generations(spark, broker_only), broker_only
+    yield _generations(spark, sample_warehouse.config), _generations(spark, broker_only), broker_only
 
 
 def _is_broker_file(source: str | None, config: Config) -> bool:

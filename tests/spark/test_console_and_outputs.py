@@ -270,7 +270,13 @@ def test_the_summary_json_matches_the_tables_and_the_samples(runs: Runs) -> None
     assert sum(c["records_decoded"] for c in first["clusters"].values()) == first["stages"]["decode"]["records_decoded"]
     assert sum(c["log_lines"] for c in first["clusters"].values()) == first["stages"]["logs"]["lines_read"]
 
-    # The second run: one new log line, nothing archived, no storm written or amended.
+    # The second run: one new log line, nothing archived, no storm written or amended; the report's tables did
+    # not change, so the first run's report stands (its stamp names their versions).
+    report = runs.root / "wh" / "report" / "rebalance-audit.html"
+    assert first["stages"]["report"]["summary"] == str(report)
+    assert second["stages"]["report"]["summary"] == (
+        f"{report} (current: its tables have not changed since it was written)")
+    assert report.read_text().rstrip().endswith("-->") and "<!-- cgh report inputs {" in report.read_text()
     assert second["storms"] == [] and second["storms_at_or_above_threshold"] == 0
     assert {c: v["log_lines"] for c, v in second["clusters"].items()} == {APPENDED_TO[0]: 1, CLUSTERS[1]: 0}
     assert all(v["records_archived"] == 0 for v in second["clusters"].values())

@@ -3,7 +3,8 @@ between two gold tables' writes, after a stage) is completed by the next run, an
 clean run leaves it.
 
 The input is a real broker's capture (samples/kafka-3.9.1: segments, broker and client logs), read the way
-the embedded default reads it. The expected tables come from one uninterrupted run in a warehouse of its own.
+the embedded default reads it. The expected tables are that cluster's rows of one uninterrupted run: the
+embedded default's night, which the test session builds once (tests/spark/sample_warehouse.py).
 Columns that name the run that wrote a row (run ids, ingest times) are left out of the comparison.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from jobs.common.config import (
     Config,
@@ -35,6 +37,7 @@ from jobs.nightly import StoppedAfterStage, run_nightly
 from jobs.stages import STAGES
 from schemas import ALL_TABLES, GROUP_GENERATIONS, INGEST_RUNS, OFFSET_EVENTS, TableSpec
 from schemas.observability import RUN_CLAIMS
+from tests.spark.sample_warehouse import SampleWarehouse
 from tests.spark.splits import comparable
 
 pytestmark = pytest.mark.spark
@@ -61,26 +64,38 @@ def _config(root: Path, name: str) -> Config:
     )
 
 
-def _contents(tables: Tables, spec: TableSpec) -> DataFrame:
-    return comparable(tables.read(spec).select(*[c for c in spec.column_names if c not in LINEAGE]))
+def _contents(tables: Tables, spec: TableSpec, cluster: str | None = None) -> DataFrame:
+    rows = tables.read(spec)
+    if cluster is not None:
+        rows = rows.where(F.col("cluster") == cluster)
+    return comparable(rows.select(*[c for c in spec.column_names if c not in LINEAGE]))
 
 
-def _assert_same_tables(got: Tables, expected: Tables) -> None:
+def _assert_same_tables(got: Tables, expected: Tables, cluster: str | None = None) -> None:
+    """Every table but ingest_runs holds the same rows (lineage columns aside); with `cluster`, the rows of
+    that cluster (every such table has the column)."""
     for spec in COMPARED:
         try:
-            assert_df_equality(_contents(got, spec), _contents(expected, spec), ignore_row_order=True,
-                               ignore_nullable=True, ignore_metadata=True)
+            assert_df_equality(_contents(got, spec, cluster), _contents(expected, spec, cluster),
+                               ignore_row_order=True, ignore_nullable=True, ignore_metadata=True)
         except AssertionError as e:
             raise AssertionError(f"table {spec.name} differs from a clean run's") from e
 
 
 @pytest.fixture(scope="module")
-def clean(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Tables]:
+def clean(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, sample_warehouse: SampleWarehouse
+          ) -> tuple[Path, Tables]:
+    """The clean run: the embedded default's night (the shared sample warehouse), whose kafka-3.9.1 rows are
+    what one uninterrupted run of this module's inputs writes (every table is per cluster: partitioned by
+    it, or keyed by it; the same inputs and thresholds)."""
     root = tmp_path_factory.mktemp("drills")
     config = _config(root, "cgh_drill_clean")
-    run_nightly(spark, config)
-    tables = Tables(spark, config.tables.database, config.tables.location)
-    assert tables.read(GROUP_GENERATIONS).count() > 0 and tables.read(OFFSET_EVENTS).count() > 0
+    shared = sample_warehouse.config
+    assert {s for s in shared.sources.logs if s.cluster == CLUSTER} == set(config.sources.logs)
+    assert (shared.storms, shared.history) == (config.storms, config.history)
+    tables = sample_warehouse.tables(spark)
+    assert tables.read(GROUP_GENERATIONS).where(F.col("cluster") == CLUSTER).count() > 0
+    assert tables.read(OFFSET_EVENTS).where(F.col("cluster") == CLUSTER).count() > 0
     return root, tables
 
 
@@ -197,4 +212,4 @@ def test_runs_killed_inside_the_history_stage_and_after_the_logs_maintenance_and
     # 4. A run that finishes.
     run_nightly(spark, config)
     assert tables.read(INGEST_RUNS).count() == 1
-    _assert_same_tables(tables, expected)
+    _assert_same_tables(tables, expected, CLUSTER)

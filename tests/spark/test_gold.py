@@ -1,6 +1,7 @@
-"""Gold stages on the real Kafka 4.3.1 sample (samples/kafka-4.3.1): the nightly decode, then generation
-history, offset events, assignment replay, what-if replay, storms and the report. Expected values come
-from the scenarios' own record of what they did (scenarios.json) and from the storm thresholds."""
+"""Gold stages on the real Kafka 4.3.1 sample (samples/kafka-4.3.1), as the embedded default's night (the
+shared sample warehouse: conf/local.toml's inputs and storm thresholds, every stage) leaves its cluster:
+generation history, offset events, assignment replay, what-if replay, storms and the report. Expected values
+come from the scenarios' own record of what they did (scenarios.json) and from the storm thresholds."""
 
 from __future__ import annotations
 
@@ -9,24 +10,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.common.config import Config, LogSource, ReportConfig, SegmentSource, SourcesConfig, StormsConfig, TablesConfig
 from jobs.common.delta_io import Tables
-from jobs.nightly import run_nightly
 from jobs.report import write_report
 from jobs.views import create_views
+from schemas import TableSpec
 from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
+from tests.spark.sample_warehouse import SampleWarehouse
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "samples" / "kafka-4.3.1"
-# The sample's scenarios run for seconds, not hours: storm windows scaled to match (a storm here is a
-# member that rejoins again and again, or 12 rebalances within 2 minutes), as conf/local.toml does.
-STORMS = StormsConfig(min_rebalances=12, window_minutes=2, quiet_minutes=1, flapping_min_rejoins=3,
-                      lockstep_seconds=5, lockstep_min_groups=3)
+CLUSTER = "kafka-4.3.1"
+SAMPLE = ROOT / "samples" / CLUSTER
 
 
 @pytest.fixture(scope="module")
@@ -36,22 +34,18 @@ def scenarios() -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def gold(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Tables:
-    """The whole nightly pipeline (segments and logs of the 4.3.1 sample) in a database of its own."""
-    root = tmp_path_factory.mktemp("gold")
-    logs = (LogSource("sample", "broker-1", (str(SAMPLE / "broker" / "server.log"),), "UTC", 1),
-            LogSource("sample", "clients", (str(SAMPLE / "clients" / "*.log"),)))
-    config = Config(
-        sources=SourcesConfig(mode="segments", segments=(SegmentSource("sample", str(SAMPLE)),), logs=logs),
-        tables=TablesConfig(database="cgh_gold", location=str(root / "tables")),
-        storms=STORMS, report=ReportConfig(path=str(root / "report.html"), groups_shown=4),
-    )
-    run_nightly(spark, config)
-    return Tables(spark, config.tables.database, config.tables.location)
+def gold(spark: SparkSession, sample_warehouse: SampleWarehouse) -> Tables:
+    """The sample warehouse (the embedded default's whole nightly pipeline: tests/spark/sample_warehouse.py),
+    of which these tests read the 4.3.1 sample's cluster (`_read`)."""
+    return sample_warehouse.tables(spark)
+
+
+def _read(gold: Tables, spec: TableSpec) -> DataFrame:
+    return gold.read(spec).where(F.col("cluster") == CLUSTER)
 
 
 def test_every_classic_scenario_has_its_generations(gold: Tables, scenarios: dict[str, dict[str, Any]]) -> None:
-    rows = gold.read(GROUP_GENERATIONS).where(F.col("group_protocol") == "classic").select(
+    rows = _read(gold, GROUP_GENERATIONS).where(F.col("group_protocol") == "classic").select(
         "group_id", "generation", "member_count").collect()
     got: dict[str, set[int]] = {}
     for r in rows:
@@ -67,7 +61,7 @@ def test_kip848_epochs_have_the_scenario_assignments_with_topic_names(
         gold: Tables, scenarios: dict[str, dict[str, Any]]) -> None:
     """KIP-848 records name partitions by topic id only; the stage names them from the cluster's commits."""
     s = scenarios["consumer-protocol"]
-    rows = (gold.read(GROUP_GENERATIONS).where(F.col("group_id") == s["group_id"])
+    rows = (_read(gold, GROUP_GENERATIONS).where(F.col("group_id") == s["group_id"])
             .orderBy("generation").select("group_protocol", "members").collect())
     assert [r["group_protocol"] for r in rows] == ["consumer"] * len(s["consumer_group_steps"])
     for row, step in zip(rows, s["consumer_group_steps"], strict=True):
@@ -77,7 +71,7 @@ def test_kip848_epochs_have_the_scenario_assignments_with_topic_names(
 
 
 def test_storm_scenarios_are_flagged_and_quiet_ones_are_not(gold: Tables) -> None:
-    storms = {r["group_id"]: r for r in gold.read(REBALANCE_STORMS).collect()}
+    storms = {r["group_id"]: r for r in _read(gold, REBALANCE_STORMS).collect()}
     assert set(storms) == {"cgh-storm-crash-loop", "cgh-storm-poll-timeout"}
     crash = storms["cgh-storm-crash-loop"]
     assert crash["flapping_members"] == ["storm-crash-loop-b@127.0.0.1"]
@@ -92,7 +86,7 @@ def test_storm_scenarios_are_flagged_and_quiet_ones_are_not(gold: Tables) -> Non
 def test_java_client_generations_replay_exactly(gold: Tables) -> None:
     # The Java consumer (kafka-clients 4.3.1) leads the cooperative-sticky and static-members groups: its
     # stored assignments must be what our replay of Kafka's assignor computes.
-    replay = gold.read(ASSIGNMENT_REPLAY).where(
+    replay = _read(gold, ASSIGNMENT_REPLAY).where(
         F.col("group_id").isin("cgh-cooperative-sticky", "cgh-static-members")).collect()
     assert replay, "no generation replayed"
     assert {(r["group_id"], r["status"]) for r in replay} == {
@@ -102,13 +96,13 @@ def test_java_client_generations_replay_exactly(gold: Tables) -> None:
 def test_kafka_python_sticky_leader_does_not_replay_as_java_sticky(gold: Tables) -> None:
     # kafka-python ports the pre-2.6 sticky algorithm; when a third member joins, its assignment differs
     # from Java's, and the replay says so instead of claiming a match.
-    statuses = {r["generation"]: r["status"] for r in gold.read(ASSIGNMENT_REPLAY)
+    statuses = {r["generation"]: r["status"] for r in _read(gold, ASSIGNMENT_REPLAY)
                 .where(F.col("group_id") == "cgh-sticky-group").collect()}
     assert "mismatch" in statuses.values() and statuses[1] == "match"
 
 
 def test_whatif_covers_every_assignor_with_and_without_static_membership(gold: Tables) -> None:
-    rows = gold.read(ASSIGNOR_WHATIF).where(F.col("group_id") == "cgh-storm-crash-loop").collect()
+    rows = _read(gold, ASSIGNOR_WHATIF).where(F.col("group_id") == "cgh-storm-crash-loop").collect()
     combos = {(r["assignor"], r["static_membership"]) for r in rows}
     assert combos == {(a, s) for a in ("range", "roundrobin", "sticky", "cooperative-sticky") for s in (False, True)}
     steps = {s: sum(1 for r in rows if r["assignor"] == "range" and r["static_membership"] == s)
@@ -119,10 +113,11 @@ def test_whatif_covers_every_assignor_with_and_without_static_membership(gold: T
 
 def test_audit_views_answer_their_questions(spark: SparkSession, gold: Tables) -> None:
     views = create_views(spark, gold.database)
-    counts = {v: spark.table(f"{gold.database}.{v}").count() for v in views}
+    counts = {v: spark.table(f"{gold.database}.{v}").where(F.col("cluster") == CLUSTER).count() for v in views}
     assert all(counts[v] > 0 for v in ("v_rebalance_summary", "v_rebalance_causes", "v_storms", "v_flapping_members",
                                        "v_member_changes", "v_latest_offsets", "v_assignment_mismatches", "v_whatif"))
-    flapping = {(r["group_id"], r["member"]) for r in spark.table(f"{gold.database}.v_flapping_members").collect()}
+    flapping = {(r["group_id"], r["member"]) for r in spark.table(f"{gold.database}.v_flapping_members")
+                .where(F.col("cluster") == CLUSTER).collect()}
     assert flapping == {("cgh-storm-crash-loop", "storm-crash-loop-b@127.0.0.1"),
                         ("cgh-storm-poll-timeout", "storm-poll-timeout-b@127.0.0.1")}
 

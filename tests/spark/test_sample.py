@@ -1,5 +1,6 @@
 """End to end on the sample shipped with the project (samples/kafka-*/, captured from a real broker),
-checked against what its clients reported in scenarios.json."""
+checked against what its clients reported in scenarios.json: the archive and decode stages of the embedded
+default's night (the shared sample warehouse; later stages have their own tests)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 import coordinator_core as cc
-from jobs.common.config import PROJECT_ROOT, Config, SegmentSource, SourcesConfig, TablesConfig
+from jobs.common.config import PROJECT_ROOT, SegmentSource
 from jobs.common.delta_io import Tables
-from jobs.nightly import run_nightly
-from jobs.stages import STAGES, RunContext
 from schemas import GROUP_MEMBERS, OFFSET_COMMITS
-
-# The archive and decode stages this file tests (later stages have their own tests).
-ARCHIVE_STAGES = tuple(s for s in STAGES if s.name in ("ingest", "decode"))
+from tests.spark.sample_warehouse import SampleWarehouse
 
 pytestmark = pytest.mark.spark
 
@@ -29,15 +26,12 @@ SAMPLE_DIRS = sorted(p for p in SAMPLES.glob("kafka-*") if (p / "scenarios.json"
 
 
 @pytest.fixture(scope="module")
-def sample_run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[Tables, RunContext]:
+def sample_run(spark: SparkSession, sample_warehouse: SampleWarehouse) -> tuple[Tables, SampleWarehouse]:
+    """The embedded default's night (tests/spark/sample_warehouse.py): its tables, and what its ingest and
+    decode stages reported."""
     assert SAMPLE_DIRS, "the project ships a captured sample under samples/kafka-<version>/"
-    root = tmp_path_factory.mktemp("sample")
-    config = Config(  # the embedded default's sources (conf/local.toml), tables of this test's own
-        sources=SourcesConfig(mode="segments", segments=(SegmentSource("*", str(SAMPLES)),)),
-        tables=TablesConfig(database="cgh_sample", location=str(root / "tables")),
-    )
-    ctx = run_nightly(spark, config, stages=ARCHIVE_STAGES)
-    return Tables(spark, "cgh_sample", config.tables.location), ctx
+    assert sample_warehouse.config.sources.segments == (SegmentSource("*", str(SAMPLES)),)
+    return sample_warehouse.tables(spark), sample_warehouse
 
 
 def _scenarios(sample_dir: Path) -> dict:  # type: ignore[type-arg]
@@ -57,7 +51,7 @@ def _records_in_segments() -> tuple[int, int]:
     return copies, len(distinct)
 
 
-def test_every_record_is_archived_and_decodes(sample_run: tuple[Tables, RunContext]) -> None:
+def test_every_record_is_archived_and_decodes(sample_run: tuple[Tables, SampleWarehouse]) -> None:
     _, ctx = sample_run
     assert ctx.ingest is not None and ctx.decode is not None
     copies, distinct = _records_in_segments()
@@ -72,7 +66,7 @@ def test_every_record_is_archived_and_decodes(sample_run: tuple[Tables, RunConte
 
 
 def test_members_of_every_generation_match_the_clients(
-    spark: SparkSession, sample_run: tuple[Tables, RunContext],
+    spark: SparkSession, sample_run: tuple[Tables, SampleWarehouse],
 ) -> None:
     tables, _ = sample_run
     expected_rows = []
@@ -109,7 +103,7 @@ def test_members_of_every_generation_match_the_clients(
 
 
 def test_transactional_commits_count_only_when_committed(
-    spark: SparkSession, sample_run: tuple[Tables, RunContext],
+    spark: SparkSession, sample_run: tuple[Tables, SampleWarehouse],
 ) -> None:
     tables, _ = sample_run
     for sample_dir in SAMPLE_DIRS:

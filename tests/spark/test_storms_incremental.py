@@ -28,7 +28,7 @@ from tests.spark.gold_pieces import (
     comparable,
     cut,
     generation_rows,
-    sample_warehouse,  # noqa: F401 - a session fixture, shared with the other incremental tests
+    sample_history,  # noqa: F401 - the module fixture over the shared sample warehouse
     write_generations,
 )
 from tests.unit.generation_pieces import Piece, final_rows, fold_pieces, synthetic_history
@@ -117,8 +117,8 @@ def _assert_storms(tables: Tables, expected: DataFrame) -> None:
 
 
 @pytest.fixture(scope="module")
-def splits(sample_warehouse: Tables) -> Splits:  # noqa: F811 - the fixture imported above
-    return {**_sample_splits(generation_rows(sample_warehouse)), **_synthetic_splits()}
+def splits(sample_history: Tables) -> Splits:  # noqa: F811 - the fixture imported above
+    return {**_sample_splits(generation_rows(sample_history)), **_synthetic_splits()}
 
 
 def test_storms_of_k_runs_are_the_storms_of_one_run(spark: SparkSession, tmp_path: Any, splits: Splits) -> None:

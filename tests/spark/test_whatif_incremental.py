@@ -34,11 +34,12 @@ from schemas import GROUP_MEMBERS, RAW_OFFSETS
 from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS
 from schemas.state import GROUP_STATE
 from tests.spark.gold_pieces import (
+    SAMPLE_CLUSTER,
     as_cluster,
     changed_frame,
     cut,
     generation_rows,
-    sample_warehouse,  # noqa: F401 - a session fixture, shared with the other incremental tests
+    sample_history,  # noqa: F401 - the module fixture over the shared sample warehouse
     write_generations,
 )
 from tests.unit.generation_pieces import Piece, final_rows, fold_pieces, key_of, synthetic_history
@@ -52,22 +53,23 @@ MemberPieces = dict[tuple[str, str], list[list[dict[str, Any]]]]
 
 
 @pytest.fixture(scope="module")
-def sample(sample_warehouse: Tables) -> tuple[dict[str, list[dict[str, Any]]], dict[Any, list[dict[str, Any]]],  # noqa: F811
+def sample(sample_history: Tables) -> tuple[dict[str, list[dict[str, Any]]], dict[Any, list[dict[str, Any]]],  # noqa: F811
                                               list[tuple[str, int, GroupMetadataValue]]]:
     """The sample's generation rows by group, its group_members rows by (group, generation), and every
     GroupMetadata record's (group, offset, value), decoded from the archived bytes."""
     members: dict[Any, list[dict[str, Any]]] = {}
-    for row in sample_warehouse.read(GROUP_MEMBERS).collect():
+    for row in sample_history.read(GROUP_MEMBERS).where(F.col("cluster") == SAMPLE_CLUSTER).collect():
         d = row.asDict(recursive=True)
         members.setdefault((d["group_id"], d["generation"]), []).append(d)
     records = []
-    raw = sample_warehouse.read(RAW_OFFSETS).where(F.substring("key", 1, 2) == F.unhex(F.lit("0002")))
+    raw = sample_history.read(RAW_OFFSETS).where((F.col("cluster") == SAMPLE_CLUSTER)
+                                                 & (F.substring("key", 1, 2) == F.unhex(F.lit("0002"))))
     for r in raw.collect():
         if r["value"] is None:
             continue
         record = cc.decode_record(bytes(r["key"]), bytes(r["value"]))
         records.append((record.key.group, r["offset"], record.value))
-    return generation_rows(sample_warehouse), members, records
+    return generation_rows(sample_history), members, records
 
 
 def _splits(rows: dict[str, list[dict[str, Any]]], members: dict[Any, list[dict[str, Any]]]
