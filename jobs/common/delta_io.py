@@ -330,7 +330,7 @@ class Tables:
         """Whether any commit after `version` changed the table's rows, schema or protocol (read from the
         commit files themselves: a few small JSON files, and only when the table moved)."""
         for v in range(version + 1, self.version(spec) + 1):
-            actions = self._commit_actions(spec, v)
+            actions = self.commit_actions(spec, v)
             if actions is None:
                 return True  # cleaned up already: what it did cannot be told, so it is undone
             for action in actions:
@@ -346,14 +346,14 @@ class Tables:
         a compaction's rewrites do not count). What a reader of those versions' changes reads, at most."""
         total = 0
         for v in range(version + 1, self.version(spec) + 1):
-            for action in self._commit_actions(spec, v) or []:
+            for action in self.commit_actions(spec, v) or []:
                 add = action.get("add")
                 if add and add.get("dataChange", True):
                     total += int(add.get("size") or 0)
         return total
 
-    def _commit_actions(self, spec: TableSpec, version: int) -> list[dict[str, Any]] | None:
-        """The actions of one commit file of the table (None when it was cleaned up)."""
+    def commit_actions(self, spec: TableSpec, version: int) -> list[dict[str, Any]] | None:
+        """The actions of one commit file of the table, read from its log (None when it was cleaned up)."""
         jvm = driver_jvm(self.spark)
         hadoop_conf = self.spark.sparkContext._jsc.hadoopConfiguration()
         path = jvm.org.apache.hadoop.fs.Path(f"{self.path(spec)}/_delta_log/{version:020d}.json")

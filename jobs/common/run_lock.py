@@ -36,7 +36,6 @@ from pyspark.sql import functions as F
 
 from jobs.common.config import SparkConfig
 from jobs.common.delta_io import Tables
-from jobs.common.session import driver_jvm
 from schemas.observability import RUN_CLAIMS
 
 #: The jobs' exit status when another run holds the warehouse or its metastore: sysexits' EX_TEMPFAIL ("try
@@ -91,19 +90,10 @@ class ClaimEvent:
 def _commit_note_at(tables: Tables, version: int) -> str | None:
     """The userMetadata of run_claims' commit `version`, read from its commit file ("" when it has none,
     None when the file is gone)."""
-    spark = tables.spark
-    jvm = driver_jvm(spark)
-    path = jvm.org.apache.hadoop.fs.Path(f"{tables.path(RUN_CLAIMS)}/_delta_log/{version:020d}.json")
-    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    if not fs.exists(path):
+    actions = tables.commit_actions(RUN_CLAIMS, version)
+    if actions is None:
         return None
-    stream = fs.open(path)
-    try:
-        text = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-    finally:
-        stream.close()
-    for line in text.splitlines():
-        action = json.loads(line)
+    for action in actions:
         if "commitInfo" in action:
             return action["commitInfo"].get("userMetadata") or ""
     return ""

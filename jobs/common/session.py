@@ -173,9 +173,8 @@ def plan_for_input(spark: SparkSession, config: SparkConfig, new_bytes: int | No
     """Choose the session's query planning settings for input of `new_bytes` (None: unknown, e.g. a live
     read: the configured settings) and say which, in a few words. A setting named in `[spark.extra]` is the
     operator's and is never changed."""
-    configured = spark_conf(config)
     small = new_bytes is not None and new_bytes < SMALL_INPUT_BYTES
-    wanted = {ADAPTIVE: configured.get(ADAPTIVE, "true"), SHUFFLE_PARTITIONS: configured[SHUFFLE_PARTITIONS]}
+    wanted = {ADAPTIVE: "true", SHUFFLE_PARTITIONS: str(config.shuffle_partitions)}  # as `spark_conf` sets them
     if small:
         cores = max(1, spark.sparkContext.defaultParallelism)
         wanted = {ADAPTIVE: "false", SHUFFLE_PARTITIONS: str(min(config.shuffle_partitions, cores))}

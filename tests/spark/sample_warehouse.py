@@ -6,7 +6,7 @@ broker and client log, its storm thresholds), into tables under the session's sh
 Under pytest-xdist the first worker that asks builds it while holding a file lock; the other worker waits
 for it and reads the same directories (Delta tables are directories: each worker registers them in its own
 in-memory catalog). The run's ingest and decode results, which only the run that built the tables saw, are
-kept beside them. A test that changes tables copies the directory first (`copy_tables`).
+kept beside them. Its tests only read it: a test that writes builds a warehouse of its own.
 
 Not tests: a fixture's helpers.
 """
@@ -46,24 +46,9 @@ class SampleWarehouse:
     ingest: IngestResult
     decode: DecodeResult
 
-    @property
-    def location(self) -> Path:
-        return Path(self.config.tables.location)
-
     def tables(self, spark: SparkSession) -> Tables:
-        """The tables, registered in this session's catalog (read them; `copy_tables` to change them)."""
+        """The tables, registered in this session's catalog: to read (every test that uses them shares them)."""
         tables = Tables(spark, self.config.tables.database, self.config.tables.location)
-        tables.ensure_database()
-        for spec in (*ALL_TABLES, GROUP_STATE, RUN_CLAIMS):
-            if tables.exists(spec):
-                tables.ensure(spec)
-        return tables
-
-    def copy_tables(self, spark: SparkSession, target: Path, database: str) -> Tables:
-        """A copy of every table directory under `target`, registered as `database`: a test's own warehouse
-        that starts where the sample night left it."""
-        shutil.copytree(self.location, target)
-        tables = Tables(spark, database, str(target))
         tables.ensure_database()
         for spec in (*ALL_TABLES, GROUP_STATE, RUN_CLAIMS):
             if tables.exists(spec):
