@@ -3,6 +3,7 @@ and the driver's actions (`count`, `collect`, ... with the line that asked) per 
 
     .venv/bin/python -m benchmarks.run_overhead                   # conf/local.toml into a fresh warehouse
     .venv/bin/python -m benchmarks.run_overhead --conf conf/x.toml --again 2
+    .venv/bin/python -m benchmarks.run_overhead --fresh 2 --again 0    # a second first run, JVM warm
 
 The nightly job runs in this process (`jobs.nightly.run_nightly`, the very stages of `python -m
 jobs.nightly`) on the configuration's inputs, with its tables, Spark warehouse, metastore and report moved
@@ -167,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conf", default=str(ROOT / "conf" / "local.toml"))
     parser.add_argument("--again", type=int, default=1, help="runs with nothing new after the first (default 1)")
+    parser.add_argument("--fresh", type=int, default=1,
+                        help="first runs, each into a fresh warehouse of its own in the same session (default 1); "
+                             "the second and later show the cost with the JVM warm, as a test process pays it")
     parser.add_argument("--workdir", default=None, help="where the fresh warehouse goes (default: a temp dir)")
     parser.add_argument("--quiet", action="store_true", help="no per-site lines of commits and actions")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -197,20 +201,29 @@ def main(argv: list[str] | None = None) -> int:
     print(f"session: {session_seconds:.1f} s (JVM start, jars, catalog {config.spark.catalog}); warehouse {workdir}")
     counters = Counters()
     runs = []
+    def fresh(n: int) -> Any:
+        """The configuration of the n-th fresh warehouse (a database and directory of its own)."""
+        if n == 0:
+            return config
+        return dataclasses.replace(config, tables=dataclasses.replace(
+            config.tables, database=f"{config.tables.database}_{n}", location=str(workdir / f"tables_{n}")))
+
+    plan = [(fresh(n), f"fresh run {n + 1}" if args.fresh > 1 else "first run (fresh warehouse)")
+            for n in range(args.fresh)]
+    plan += [(plan[-1][0], f"run {n + 1} (nothing new)") for n in range(args.fresh, args.fresh + args.again)]
     with counting_actions(counters):
-        for n in range(1 + args.again):
+        for run_config, label in plan:
             figures: list[dict[str, Any]] = []
-            stages = _instrumented(STAGES, spark, counters, workdir / "tables", figures)
+            stages = _instrumented(STAGES, spark, counters, Path(run_config.tables.location), figures)
             counters.stage = "setup"
             jobs0, sql0 = _next_job_id(spark), _next_execution_id(spark)
             t = time.monotonic()
-            run_nightly(spark, config, stages=stages)
+            run_nightly(spark, run_config, stages=stages)
             seconds = time.monotonic() - t
             outside = {"spark_jobs": _next_job_id(spark) - jobs0 - sum(f["spark_jobs"] for f in figures),
                        "sql_executions": _next_execution_id(spark) - sql0 - sum(f["sql_executions"] for f in figures),
                        "actions": {k: dict(v) for k, v in counters.actions.items()}}
             counters.actions.clear()
-            label = "first run (fresh warehouse)" if n == 0 else f"run {n + 1} (nothing new)"
             _print_run(label, seconds, figures, not args.quiet)
             in_stages = sum(f["seconds"] for f in figures)
             print(f"  outside the stages (claim, recovery, ensure, commit): {seconds - in_stages:.1f} s, "

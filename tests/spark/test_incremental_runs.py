@@ -156,27 +156,53 @@ def _run_in_pieces(spark: SparkSession, full: tuple[Path, Path, Tables, dict], k
 #: The many-runs split: one random k of 3..6 (the folds' property over many random splits is tested in the
 #: core, with hypothesis: tests/unit/test_*_fold.py; here what only Spark can break, with a few splits).
 K_RUNS = random.Random("incremental-k").randint(3, 6)
+#: In the many-runs chain: before run 1 the warehouse gets a group_metadata of an older layout, and run 2
+#: dies after the storms stage (both indices exist for any k >= 3).
+OLD_METADATA_RUN, CRASH_RUN = 1, 2
+
+
+def _without_members(tables: Tables) -> None:
+    """group_metadata as a version before it kept each record's decoded members wrote it (the history read
+    them from the archived bytes then)."""
+    spark = tables.spark
+    path = tables.path(GROUP_METADATA)
+    rows = spark.createDataFrame(tables.read(GROUP_METADATA).drop("members").collect(),
+                                 tables.read(GROUP_METADATA).drop("members").schema)
+    # A table of its own history, as an older version wrote it (an overwrite would be rolled back).
+    shutil.rmtree(path)
+    rows.write.format("delta").save(path)
+    tables.ensure_change_feed(GROUP_METADATA)
+    assert "members" not in tables.read(GROUP_METADATA).columns
 
 
 @pytest.fixture(scope="module")
 def many_runs(spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> Tables:
-    """The sample in K_RUNS pieces, lines in step (the warehouse the rebuild and nothing-new tests go on from)."""
-    return _run_in_pieces(spark, full, K_RUNS, 3, logs_late=False)
+    """The sample in K_RUNS pieces, lines in step, one warehouse through what a real one meets over nights:
+    an upgrade from a layout without group_metadata.members (before run OLD_METADATA_RUN) and a run that
+    dies after the gold stages (run CRASH_RUN). The warehouse the rebuild and nothing-new tests go on from."""
+    return _run_in_pieces(spark, full, K_RUNS, 3, logs_late=False, crash=(CRASH_RUN, "storms"),
+                          before_run=(OLD_METADATA_RUN, _without_members))
 
 
-def test_two_runs_with_lines_in_step_leave_the_gold_tables_of_one_run(
-        spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> None:
-    _assert_same_gold(_run_in_pieces(spark, full, 2, 1, logs_late=False), full[2])
-
-
-def test_k_runs_with_lines_in_step_leave_the_gold_tables_of_one_run(
+def test_k_runs_through_an_upgrade_and_a_dead_run_leave_the_gold_tables_of_one_run(
         many_runs: Tables, full: tuple[Path, Path, Tables, dict]) -> None:
+    """Run CRASH_RUN dies after the storms stage (gold rows and group_state written, the run not committed):
+    the next run rolls those writes back and does the night again (its change feed ranges must not read the
+    dead run's rows and the RESTORE that undid them). Before run OLD_METADATA_RUN, group_metadata lost its
+    `members` column: that run adds the column, fills it from the archive once, and goes on. The tables end
+    up as one run's."""
     _assert_same_gold(many_runs, full[2])
+    stored = many_runs.read(GROUP_METADATA).where(~F.col("is_tombstone"))
+    assert stored.count() > 0 and stored.where(F.col("members").isNull()).count() == 0
+    assert (stored.select(F.sort_array(F.transform("members", lambda m: m["member_id"])).alias("ids"), "member_ids")
+            .where(F.col("ids") != F.col("member_ids")).count() == 0)
 
 
 def test_logs_collected_after_the_records_amend_the_written_generations(
         spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> None:
-    got = _run_in_pieces(spark, full, 3, 7, logs_late=True)
+    """Two runs, the log files arriving only with the second (collected late, within the reopen horizon):
+    the first run's generations are amended by the lines. (Two runs with lines in step: the chain above.)"""
+    got = _run_in_pieces(spark, full, 2, 7, logs_late=True)
     _assert_same_gold(got, full[2])
     assert got.read(GROUP_STATE).where(F.col("generations").isNotNull()).count() > 0
 
@@ -209,14 +235,6 @@ def test_a_night_with_nothing_new_writes_no_gold_table(
     _assert_same_gold(many_runs, expected)
 
 
-def test_a_run_that_dies_after_the_gold_stages_is_completed_by_the_next(
-        spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> None:
-    """The second of three runs dies after the storms stage (gold rows and group_state written, the run not
-    committed): the next run rolls those writes back and does the night again, and the tables end up as
-    one run's. (Its change feed ranges must not read the dead run's rows and the RESTORE that undid them.)"""
-    _assert_same_gold(_run_in_pieces(spark, full, 3, 5, logs_late=False, crash=(1, "storms")), full[2])
-
-
 def test_a_group_state_of_another_layout_is_replaced_and_the_gold_tables_rebuilt(
         spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> None:
     """A warehouse whose group_state was written by an earlier version of the project (here: the `offsets`
@@ -239,27 +257,3 @@ def test_a_group_state_of_another_layout_is_replaced_and_the_gold_tables_rebuilt
     assert tables.columns_match(GROUP_STATE)
     _assert_same_gold(tables, expected)
     assert tables.read(GROUP_STATE).where(F.col("offsets").isNotNull()).count() > 0
-
-
-def test_a_group_metadata_without_members_is_filled_from_the_archive_and_the_history_goes_on(
-        spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> None:
-    """A warehouse whose group_metadata was written before it kept each record's decoded members (the
-    history read them from the archived bytes then): the next run adds the column, fills it from the
-    archive once, and goes on; the gold tables end up as one run's."""
-
-    def without_members(tables: Tables) -> None:
-        path = tables.path(GROUP_METADATA)
-        rows = spark.createDataFrame(tables.read(GROUP_METADATA).drop("members").collect(),
-                                     tables.read(GROUP_METADATA).drop("members").schema)
-        # A table of its own history, as an older version wrote it (an overwrite would be rolled back).
-        shutil.rmtree(path)
-        rows.write.format("delta").save(path)
-        tables.ensure_change_feed(GROUP_METADATA)
-        assert "members" not in tables.read(GROUP_METADATA).columns
-
-    got = _run_in_pieces(spark, full, 3, 11, logs_late=False, before_run=(1, without_members))
-    _assert_same_gold(got, full[2])
-    stored = got.read(GROUP_METADATA).where(~F.col("is_tombstone"))
-    assert stored.count() > 0 and stored.where(F.col("members").isNull()).count() == 0
-    assert (stored.select(F.sort_array(F.transform("members", lambda m: m["member_id"])).alias("ids"), "member_ids")
-            .where(F.col("ids") != F.col("member_ids")).count() == 0)
