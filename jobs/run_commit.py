@@ -11,16 +11,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from jobs.common.delta_io import Tables
+from jobs.common.delta_io import Tables, write_together
 from jobs.decode.transactions import TransactionState
 from schemas import HISTORY_GAPS, INGEST_RUNS, RAW_OFFSETS, REPLICA_CONFLICTS
 
 if TYPE_CHECKING:  # (jobs.stages imports CommittedState from here)
     from jobs.stages import Stage
+    from schemas import TableSpec
 
 # Tables never rolled back after a crash: the archive (append-only by contract; whatever a crashed run
 # archived is valid and will be decoded by the next run), gaps (keyed by where the archive stopped, so
@@ -85,13 +87,17 @@ def last_committed(tables: Tables) -> CommittedState:
 
 
 def recover(tables: Tables, committed: CommittedState, stages: Sequence[Stage]) -> list[str]:
-    """Undo the derived-table writes of a run that did not commit. Returns the tables restored."""
-    restored = []
-    for stage in stages:
-        for spec in stage.writes:
-            if spec.name in NOT_ROLLED_BACK or not tables.exists(spec):
-                continue
-            # A table created after the last commit (or never committed) goes back to its empty version 0.
-            if tables.restore(spec, committed.table_versions.get(spec.name, 0)):
-                restored.append(spec.name)
-    return restored
+    """Undo the derived-table writes of a run that did not commit. Returns the tables restored.
+
+    The tables are independent (each goes back to its own committed version), so they are restored
+    together: a RESTORE is mostly commit work on the driver, and a run that died late changed every table."""
+    specs = {spec.name: spec for stage in stages for spec in stage.writes
+             if spec.name not in NOT_ROLLED_BACK and tables.exists(spec)}
+    done: dict[str, bool] = {}
+
+    def restore(spec: TableSpec) -> None:
+        # A table created after the last commit (or never committed) goes back to its empty version 0.
+        done[spec.name] = tables.restore(spec, committed.table_versions.get(spec.name, 0))
+
+    write_together([partial(restore, spec) for spec in specs.values()])
+    return [name for name in specs if done[name]]

@@ -17,11 +17,11 @@ import pytest
 #: Units that take minutes (CI durations), handed out first; every other unit follows in collection order.
 LONGEST_FIRST = (
     "tests/spark/test_crash_drills.py",
+    "tests/spark/test_incremental_runs.py",
     "tests/spark/test_gold_splits.py",
     "tests/integration",
-    "tests/cluster/test_standalone_cluster.py",
     "tests/spark/test_maintenance.py",
-    "tests/spark/test_incremental_runs.py",
+    "tests/cluster/test_standalone_cluster.py",
     "tests/spark/test_console_and_outputs.py",
     "tests/spark/test_broker_logs_only.py",
     "tests/cli/test_cli.py",

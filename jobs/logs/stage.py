@@ -49,7 +49,7 @@ from jobs.common.config import LogsConfig, LogSource, load_job_config
 from jobs.common.delta_io import Tables, write_together
 from jobs.common.run_lock import EXIT_WAREHOUSE_CLAIMED, RunClaim, WarehouseClaimed, metastore_refusal
 from jobs.common.session import build_session
-from jobs.logs.listing import archived_positions, list_log_files, worth_a_row
+from jobs.logs.listing import LogFile, archived_positions, list_log_files, worth_a_row
 from jobs.logs.rows import coordinator_event_rows, log_file_read_rows, raw_log_line_rows
 from jobs.logs.scan import FILE_COLUMNS, FILE_COUNTERS, SCAN_COLUMNS, held, scan_log_files
 from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
@@ -110,6 +110,28 @@ class LogsResult:
         return "\n".join(lines)
 
 
+def _unchanged(f: LogFile, end_byte: int | None) -> bool:
+    """Whether a file is known, from its listing alone, to hold nothing after its recorded position: a plain
+    file (not .gz, whose size is not the uncompressed one; not a container-runtime file, whose position has
+    no byte) exactly as long as the byte its last read ended at. Its scan would seek there and read nothing;
+    a quiet night skips the Spark job of such scans."""
+    return end_byte is not None and not f.path.endswith(".gz") and f.size == end_byte
+
+
+def _nothing_read(f: LogFile, last_line: int, end_byte: int | None, status: str = "read",
+                  reason: str | None = None) -> dict[str, Any]:
+    """The file row of a file whose read brought no line, its position kept: one with nothing after its
+    position (`_unchanged`: what its scan would give, status read), or one not read at all (its status
+    and reason from the listing)."""
+    return {
+        "cluster": f.cluster, "file_id": f.file_id, "log_source": f.source, "path": f.path,
+        "source_broker_id": f.broker_id, "source_zone": f.zone, "row_kind": "file",
+        "first_line": last_line + 1, "last_line": last_line, "end_byte": end_byte,
+        **dict.fromkeys(FILE_COUNTERS, 0), "unparsed_lines": [], "read_error": reason,
+        "read_status": status, **dict.fromkeys(DAMAGE_COUNTERS, 0),
+    }
+
+
 def run_logs(
     tables: Tables,
     sources: Sequence[LogSource],
@@ -145,8 +167,16 @@ def run_logs(
             positions[(r["cluster"], r["file_id"])] = (int(r["last_line"]), r["end_byte"])
             latest[(r["cluster"], r["file_id"])] = {"status": r["status"], "read_error": r["read_error"],
                                                     "first_line": r["first_line"]}
-    readable = [f for f in files if f.not_read is None]
     file_rows: list[dict[str, Any]] = []
+    readable = []
+    for f in files:
+        if f.not_read is not None:
+            continue
+        last_line, end_byte = positions.get((f.cluster, f.file_id), (0, None))
+        if _unchanged(f, end_byte):
+            file_rows.append(_nothing_read(f, last_line, end_byte))
+        else:
+            readable.append(f)
     if readable:
         # Largest first: tasks start in partition order, so the longest scans do not come last.
         ordered = sorted(readable, key=lambda f: -f.size)
@@ -172,14 +202,8 @@ def run_logs(
             release()
     for f in files:
         if f.not_read is not None:
-            last_line, end_byte = positions.get((f.cluster, f.file_id), (0, None))
-            file_rows.append({
-                "cluster": f.cluster, "file_id": f.file_id, "log_source": f.source, "path": f.path,
-                "source_broker_id": f.broker_id, "source_zone": f.zone, "row_kind": "file",
-                "first_line": last_line + 1, "last_line": last_line, "end_byte": end_byte,
-                **dict.fromkeys(FILE_COUNTERS, 0), "unparsed_lines": [], "read_error": f.reason,
-                "read_status": f.not_read, **dict.fromkeys(DAMAGE_COUNTERS, 0),
-            })
+            file_rows.append(_nothing_read(f, *positions.get((f.cluster, f.file_id), (0, None)), status=f.not_read,
+                                           reason=f.reason))
     # The positions (log_file_reads) are written last, only once both are committed; from the file rows
     # already on the driver (one per file), not from another pass over the cache.
     recorded = [r for r in file_rows if worth_a_row(r, latest.get((r["cluster"], r["file_id"])))]

@@ -5,6 +5,7 @@ file identity survives rotation; and the keep rule keeps everything the parser r
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -236,3 +237,40 @@ def test_both_readers_keep_a_json_entry_by_its_head_line(tmp_path: Path) -> None
     path.write_text('{"message": "hello"\n "logger": "kafka.server.KafkaServer"}\n{"message": "x", "logger": "y"}\n')
     fast, _, reference, _ = read_both(path)
     assert fast == reference == [(1, 2, '{"message": "hello"\n "logger": "kafka.server.KafkaServer"}')]
+
+
+def test_a_file_listed_at_the_byte_its_last_read_ended_gets_the_scans_own_file_row_without_a_scan(
+        tmp_path: Path) -> None:
+    """A quiet night: a plain file no longer than where the last read stopped is not scanned (no Spark task);
+    the file row the stage makes for it is the one the scan task gives when it seeks there and reads
+    nothing. An active file's held-back last entry, a .gz and a container file are still scanned."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from jobs.logs.scan import SCAN_COLUMNS, _file_batches
+    from jobs.logs.stage import _nothing_read, _unchanged
+
+    path = tmp_path / "server.log.1"
+    write_lines(path, BROKER_LINES)
+    files = list_log_files([LogSource("c1", "broker-1", (str(tmp_path / "server.log*"),), "UTC", 1)])
+    assert len(files) == 1 and files[0].rotated
+    f = files[0]
+    _, first = scanned(path)
+    assert first.end_byte == path.stat().st_size == f.size and first.last_line == len(BROKER_LINES)
+    assert _unchanged(f, first.end_byte)
+
+    file = {"cluster": f.cluster, "file_id": f.file_id, "log_source": f.source, "path": f.path,
+            "source_broker_id": f.broker_id, "source_zone": f.zone, "last_line": first.last_line,
+            "end_byte": first.end_byte, "hold_back_last": False, "container_layout": False, "read_until": f.size}
+    schema = to_arrow_schema(SCAN_COLUMNS, timestamp_utc=True, prefers_large_types=False)
+    batches = list(_file_batches(file, schema, all_entries=False, block_bytes=1 << 16,
+                                 max_line_bytes=LogsConfig.max_line_bytes))
+    assert len(batches) == 1  # the file row alone: nothing after the position
+    (scanned_row,) = batches[0].to_pylist()
+    made = _nothing_read(f, first.last_line, first.end_byte)
+    assert {k: v for k, v in scanned_row.items() if k in made} == made
+    assert all(v is None for k, v in scanned_row.items() if k not in made)
+
+    # Still scanned: a byte more (a new line, or the active file's held-back entry), a .gz, no byte position.
+    assert not _unchanged(f, first.end_byte - 1)
+    assert not _unchanged(dataclasses.replace(f, path=f.path + ".gz"), first.end_byte)
+    assert not _unchanged(f, None)
