@@ -1,0 +1,153 @@
+"""What one more record costs each nightly stage and history step, beside the I/O floor (issue 30).
+
+    .venv/bin/python -m benchmarks.marginal_bench                          # 1M and 3M records, 2,000 groups
+    .venv/bin/python -m benchmarks.marginal_bench --sizes 20000,60000      # a quick look
+
+For each size, in a fresh process and a fresh warehouse (local[2], in-memory catalog):
+  1. the synthetic fleet generator writes N records into raw_offsets (not timed as part of anything);
+  2. floor: a plain Spark copy of that raw_offsets table into a new Delta table, in the same process;
+  3. the nightly job's stages (no log sources: the logs stage has nothing to read), each timed by the run
+     itself, and inside the history stage its steps: generations, replay, what-if, offset events.
+Printed per stage and step: seconds at each size, the marginal rate ((N2 - N1) / (T2 - T1): what a record
+costs once the fixed cost of a run is out) and its cost as a multiple of the floor's marginal cost; last,
+the 1-minute load average (a figure means little without it) and one JSON line with everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+#: The history stage's steps, as (module, function) that the stage calls by name.
+HISTORY_STEPS = (("generations", "jobs.stages", "run_generations"), ("replay", "jobs.whatif", "_replay"),
+                 ("what-if", "jobs.whatif", "_whatif"), ("offset events", "jobs.stages", "run_offset_events"))
+
+
+def _timed(seconds: dict[str, float], name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.monotonic()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            seconds[name] = seconds.get(name, 0.0) + time.monotonic() - t0
+
+    return timed
+
+
+def _one_size(records: int, groups: int, workdir: Path, driver_memory: str) -> dict[str, Any]:
+    import importlib
+
+    from jobs.common.config import Config, ReportConfig, SourcesConfig, SparkConfig, TablesConfig
+    from jobs.common.delta_io import Tables
+    from jobs.common.session import build_session
+    from jobs.nightly import run_nightly
+    from jobs.synthetic_fleet import FleetSpec, write_fleet
+    from schemas import RAW_OFFSETS
+
+    config = Config(
+        sources=SourcesConfig(mode="none"),
+        tables=TablesConfig(database="marginal_bench", location=str(workdir / "tables")),
+        report=ReportConfig(path=str(workdir / "report.html")),
+        spark=SparkConfig(
+            master="local[2]", catalog="in-memory", warehouse_dir=str(workdir / "spark-warehouse"),
+            metastore_dir="", shuffle_partitions=8, show_progress=False,
+            extra={"spark.ui.enabled": "false", "spark.driver.memory": driver_memory,
+                   "spark.databricks.delta.snapshotPartitions": "8"},
+        ),
+    )
+    spark = build_session(config)
+    tables = Tables(spark, config.tables.database, config.tables.location)
+    result: dict[str, Any] = {"records": records, "groups": groups}
+    t0 = time.monotonic()
+    write_fleet(tables, FleetSpec(groups=groups), records, append=False)
+    result["generate_s"] = time.monotonic() - t0
+
+    t0 = time.monotonic()
+    tables.read(RAW_OFFSETS).write.format("delta").save(str(workdir / "plain_copy"))
+    result["floor_s"] = time.monotonic() - t0
+
+    steps: dict[str, float] = {}
+    for name, module_name, function_name in HISTORY_STEPS:
+        module = importlib.import_module(module_name)
+        setattr(module, function_name, _timed(steps, name, getattr(module, function_name)))
+    t0 = time.monotonic()
+    ctx = run_nightly(spark, config)
+    result["run_s"] = time.monotonic() - t0
+    result["stages_s"] = dict(ctx.stage_seconds)
+    result["history_steps_s"] = steps
+    spark.stop()
+    return result
+
+
+def _rows(results: list[dict[str, Any]]) -> list[tuple[str, list[float]]]:
+    """(what, seconds per size) in the order printed."""
+    rows = [("plain Delta copy (the I/O floor)", [r["floor_s"] for r in results])]
+    for stage in results[0]["stages_s"]:
+        rows.append((f"stage {stage}", [r["stages_s"].get(stage, 0.0) for r in results]))
+        if stage == "history":
+            rows += [(f"  history: {name}", [r["history_steps_s"].get(name, 0.0) for r in results])
+                     for name, _, _ in HISTORY_STEPS]
+    rows.append(("whole run", [r["run_s"] for r in results]))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000000,3000000", help="two comma-separated record counts")
+    parser.add_argument("--groups", type=int, default=2000)
+    parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--workdir", default=None, help="where the tables go (default: a temp dir, removed)")
+    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.one is not None:  # child process: one size, JSON on the last line of stdout
+        print(json.dumps(_one_size(args.one, args.groups, Path(args.workdir), args.driver_memory)))
+        return 0
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if len(sizes) != 2 or sizes[0] >= sizes[1]:
+        parser.error("--sizes takes two record counts, the smaller first")
+    results = []
+    for size in sizes:
+        workdir = Path(args.workdir or tempfile.mkdtemp(prefix="marginal_bench_")) / f"n{size}"
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True)
+        print(f"[bench] {size:,} records, {args.groups:,} groups, in {workdir} ...", file=sys.stderr, flush=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "benchmarks.marginal_bench", "--one", str(size), "--groups", str(args.groups),
+             "--workdir", str(workdir), "--driver-memory", args.driver_memory],
+            check=True, cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        ).stdout.strip().splitlines()[-1]
+        results.append(json.loads(out))
+        if args.workdir is None:
+            shutil.rmtree(workdir.parent, ignore_errors=True)
+
+    rows = _rows(results)
+    added = sizes[1] - sizes[0]
+    floor = rows[0][1][1] - rows[0][1][0]
+    print(f"\n{'step':<36} {sizes[0]:>11,} {sizes[1]:>11,}   marginal rate   x floor's marginal cost")
+    for what, (small, large) in rows:
+        grown = large - small
+        rate = f"{added / grown:>12,.0f}/s" if grown > 0.05 else "        flat"
+        times = f"{grown / floor:>8.1f}x" if grown > 0.05 and floor > 0 else "        -"
+        print(f"{what:<36} {small:>10.1f}s {large:>10.1f}s {rate}   {times}")
+    load = os.getloadavg()[0]
+    print(f"\nload average (1 min): {load:.2f}")
+    print(json.dumps({"results": results, "load1": load}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
