@@ -192,7 +192,7 @@ def run_logs(
                                                 block_bytes=block_bytes, max_line_bytes=max_line_bytes))
         try:
             # The file rows (one per file) first: this job runs the scan, once, and fills what holds its output.
-            file_rows = [r.asDict() for r in scanned.where(F.col("row_kind") == "file").collect()]
+            file_rows += [r.asDict() for r in scanned.where(F.col("row_kind") == "file").collect()]
             # Two independent tables, appended at the same time from the held scan output.
             write_together([
                 partial(tables.append, RAW_LOG_LINES, raw_log_line_rows(scanned, run_id, started_at)),

@@ -166,6 +166,32 @@ def test_each_file_is_scanned_once_and_nothing_stays_held(
     assert raw_lines(tables).count() == result.entries_archived > 0
 
 
+def test_a_rotated_file_that_did_not_grow_is_not_scanned_again(
+    spark: SparkSession, tables: Tables, log_root: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A quiet night: the rotated server.log.1, read to its end, gets no scan task (its file row is made on
+    the driver); the active files are scanned as before (their last entry is held back); nothing changes."""
+    from jobs.logs import stage
+
+    os.rename(log_root / "broker-1" / "server.log", log_root / "broker-1" / "server.log.1")
+    run(tables, log_root, 1)
+    reads_before = file_reads(tables).collect()
+    real_scan = stage.scan_log_files
+    scanned_paths: list[str] = []
+
+    def recorded(files: DataFrame, **kwargs: object) -> DataFrame:
+        scanned_paths.extend(r["path"] for r in files.select("path").collect())
+        return real_scan(files, **kwargs)
+
+    monkeypatch.setattr(stage, "scan_log_files", recorded)
+    again = run(tables, log_root, 2)
+    assert scanned_paths == [str(log_root / "client" / "app.log")]
+    rotated = next(f for f in again.files if f["path"].endswith("server.log.1"))
+    assert (rotated["status"], rotated["lines"], rotated["first_line"]) == ("read", 0, len(BROKER_LINES) + 1)
+    assert_df_equality(file_reads(tables), spark.createDataFrame(reads_before, READ_COLUMNS), ignore_nullable=True,
+                       ignore_metadata=True)
+
+
 def test_appended_lines_are_picked_up(spark: SparkSession, tables: Tables, log_root: Path) -> None:
     run(tables, log_root, 1)
     server = log_root / "broker-1" / "server.log"

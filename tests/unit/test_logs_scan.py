@@ -241,7 +241,7 @@ def test_both_readers_keep_a_json_entry_by_its_head_line(tmp_path: Path) -> None
 
 def test_a_file_listed_at_the_byte_its_last_read_ended_gets_the_scans_own_file_row_without_a_scan(
         tmp_path: Path) -> None:
-    """A quiet night: a plain file no longer than where the last read stopped is not scanned (no Spark task);
+    """A quiet night: a plain file exactly as long as where its last read stopped is not scanned (no task);
     the file row the stage makes for it is the one the scan task gives when it seeks there and reads
     nothing. An active file's held-back last entry, a .gz and a container file are still scanned."""
     from pyspark.sql.pandas.types import to_arrow_schema
