@@ -116,6 +116,30 @@ def _versions(tables_dir: Path) -> dict[str, int]:
     return out
 
 
+def _counting_history_steps(spark: Any, steps: dict[str, dict[str, float]]) -> None:
+    """Wrap the history stage's steps (marginal_bench.HISTORY_STEPS) to add up their seconds, Spark jobs and SQL
+    executions into `steps`, by step name."""
+    import importlib
+
+    from benchmarks.marginal_bench import HISTORY_STEPS
+
+    def counted(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def step(*args: Any, **kwargs: Any) -> Any:
+            jobs0, sql0, t0 = _next_job_id(spark), _next_execution_id(spark), time.monotonic()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                figure = steps.setdefault(name, {"seconds": 0.0, "spark_jobs": 0, "sql_executions": 0})
+                figure["seconds"] = round(figure["seconds"] + time.monotonic() - t0, 2)
+                figure["spark_jobs"] += _next_job_id(spark) - jobs0
+                figure["sql_executions"] += _next_execution_id(spark) - sql0
+        return step
+
+    for name, module_name, function_name in HISTORY_STEPS:
+        module = importlib.import_module(module_name)
+        setattr(module, function_name, counted(name, getattr(module, function_name)))
+
+
 def _instrumented(stages: Any, spark: Any, counters: Counters, tables_dir: Path, figures: list[dict[str, Any]]
                   ) -> tuple[Any, ...]:
     from jobs.stages import Stage
@@ -144,7 +168,8 @@ def _instrumented(stages: Any, spark: Any, counters: Counters, tables_dir: Path,
     return tuple(wrap(s) for s in stages)
 
 
-def _print_run(label: str, seconds: float, figures: list[dict[str, Any]], verbose: bool) -> None:
+def _print_run(label: str, seconds: float, figures: list[dict[str, Any]], verbose: bool,
+               steps: dict[str, dict[str, float]] | None = None) -> None:
     print(f"\n== {label}: {seconds:.1f} s as a whole (session excluded)")
     print(f"{'stage':<12} {'s':>6} {'jobs':>5} {'sql':>5} {'commits':>7} {'actions':>7}")
     for f in figures:
@@ -154,6 +179,9 @@ def _print_run(label: str, seconds: float, figures: list[dict[str, Any]], verbos
     print(f"{'stages':<12} {total['seconds']:>6.1f} {total['spark_jobs']:>5} {total['sql_executions']:>5} "
           f"{sum(sum(f['commits'].values()) for f in figures):>7} "
           f"{sum(sum(f['actions'].values()) for f in figures):>7}")
+    for name, step in (steps or {}).items():
+        print(f"  {name:<12} {step['seconds']:>4.1f} {step['spark_jobs']:>5} {step['sql_executions']:>5}"
+              "   (history step)")
     if verbose:
         for f in figures:
             if f["commits"] or f["actions"]:
@@ -200,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     session_seconds = time.monotonic() - t0
     print(f"session: {session_seconds:.1f} s (JVM start, jars, catalog {config.spark.catalog}); warehouse {workdir}")
     counters = Counters()
+    steps: dict[str, dict[str, float]] = {}
+    _counting_history_steps(spark, steps)
     runs = []
     def fresh(n: int) -> Any:
         """The configuration of the n-th fresh warehouse (a database and directory of its own)."""
@@ -216,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             figures: list[dict[str, Any]] = []
             stages = _instrumented(STAGES, spark, counters, Path(run_config.tables.location), figures)
             counters.stage = "setup"
+            steps.clear()
             jobs0, sql0 = _next_job_id(spark), _next_execution_id(spark)
             t = time.monotonic()
             run_nightly(spark, run_config, stages=stages)
@@ -224,11 +255,12 @@ def main(argv: list[str] | None = None) -> int:
                        "sql_executions": _next_execution_id(spark) - sql0 - sum(f["sql_executions"] for f in figures),
                        "actions": {k: dict(v) for k, v in counters.actions.items()}}
             counters.actions.clear()
-            _print_run(label, seconds, figures, not args.quiet)
+            _print_run(label, seconds, figures, not args.quiet, steps)
             in_stages = sum(f["seconds"] for f in figures)
             print(f"  outside the stages (claim, recovery, ensure, commit): {seconds - in_stages:.1f} s, "
                   f"{outside['spark_jobs']} jobs, {outside['sql_executions']} sql")
-            runs.append({"label": label, "seconds": round(seconds, 2), "stages": figures, "outside": outside})
+            runs.append({"label": label, "seconds": round(seconds, 2), "stages": figures, "outside": outside,
+                         "history_steps": {k: dict(v) for k, v in steps.items()}})
     spark.stop()
     load = os.getloadavg()[0]
     print(f"\nload average (1 min): {load:.2f}")

@@ -162,11 +162,14 @@ def _quiet_expected_warnings(spark: SparkSession) -> None:
 #: queries statically: no adaptive execution, and no more shuffle partitions than the cores. On such input
 #: every Spark job costs its scheduling, not its data, and adaptive execution runs each shuffle of a query
 #: as a job of its own and plans again after it: a first nightly run on the samples made 588 Spark jobs with
-#: it and 320 without (benchmarks/run_overhead.py). Larger nights keep the configured settings, where
-#: coalescing and skew handling pay.
+#: it and 320 without (benchmarks/run_overhead.py). No broadcast joins either: a static plan broadcasts the
+#: small side of a join with a job of its own (and the night's tables are all small), where a sort-merge
+#: join is a stage of the same job: 318 -> 274 jobs, a warm first run 82-89 s -> 77 s. Larger nights keep
+#: the configured settings, where coalescing, skew handling and broadcasting at run time pay.
 SMALL_INPUT_BYTES = 32 << 20
 ADAPTIVE = "spark.sql.adaptive.enabled"
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 
 
 def plan_for_input(spark: SparkSession, config: SparkConfig, new_bytes: int | None) -> str:
@@ -174,12 +177,19 @@ def plan_for_input(spark: SparkSession, config: SparkConfig, new_bytes: int | No
     read: the configured settings) and say which, in a few words. A setting named in `[spark.extra]` is the
     operator's and is never changed."""
     small = new_bytes is not None and new_bytes < SMALL_INPUT_BYTES
-    wanted = {ADAPTIVE: "true", SHUFFLE_PARTITIONS: str(config.shuffle_partitions)}  # as `spark_conf` sets them
+    # as `spark_conf` sets them (None: Spark's default)
+    wanted: dict[str, str | None] = {ADAPTIVE: "true", SHUFFLE_PARTITIONS: str(config.shuffle_partitions),
+                                     BROADCAST_THRESHOLD: None}
     if small:
         cores = max(1, spark.sparkContext.defaultParallelism)
-        wanted = {ADAPTIVE: "false", SHUFFLE_PARTITIONS: str(min(config.shuffle_partitions, cores))}
+        wanted = {ADAPTIVE: "false", SHUFFLE_PARTITIONS: str(min(config.shuffle_partitions, cores)),
+                  BROADCAST_THRESHOLD: "-1"}
     for key, value in wanted.items():
-        if key not in config.extra:
+        if key in config.extra:
+            continue
+        if value is None:
+            spark.conf.unset(key)
+        else:
             spark.conf.set(key, value)
     size = "unknown" if new_bytes is None else f"{new_bytes / (1 << 20):.1f} MiB"
     return (f"new input {size}: " + ("small, queries planned statically" if small else "adaptive query execution")

@@ -40,9 +40,11 @@ pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTERS = ("kafka-3.9.1", "kafka-4.3.1")
 STAGES = ["ingest", "decode", "logs", "history", "storms", "maintenance", "report"]
-#: The loggers conf/log4j2.properties silences, as the console shows them (%c{1}), and Utils' two lines.
+#: The loggers conf/log4j2.properties silences, as the console shows them (%c{1}), and the two lines of Utils
+#: and the one of DAGScheduler it drops.
 SILENCED = re.compile(r" WARN (HiveExternalCatalog|ObjectStore|HiveConf|SessionState|NativeCodeLoader|SparkStringUtils"
-                      r"|MapPartitionsRDD|CaseInsensitiveStringMap): | WARN Utils: (Your hostname|Set SPARK_LOCAL_IP)")
+                      r"|MapPartitionsRDD|CaseInsensitiveStringMap): | WARN Utils: (Your hostname|Set SPARK_LOCAL_IP)"
+                      r"| WARN DAGScheduler: Broadcasting large task binary")
 #: Spark's console chatter that a configured log4j and show_progress = false keep out.
 SPARK_CHATTER = ("Using Spark's default log4j profile", "Setting default log level", "[Stage ")
 MAX_LINE = 300

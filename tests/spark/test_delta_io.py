@@ -72,12 +72,18 @@ def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statica
         spark: SparkSession, tables: Tables) -> None:
     """bytes_added_since sums the data files the later commits added (their sizes on disk, listed here), not a
     compaction's rewrite; plan_for_input turns adaptive execution off and the shuffle partitions down to the
-    cores below SMALL_INPUT_BYTES, back to the configured values above it, and leaves a setting the operator
-    named in [spark.extra] alone."""
+    cores below SMALL_INPUT_BYTES, and broadcast joins off, back to the configured values (and Spark's default
+    broadcast threshold) above it, and leaves a setting the operator named in [spark.extra] alone."""
     import os
 
     from jobs.common.config import SparkConfig
-    from jobs.common.session import ADAPTIVE, SHUFFLE_PARTITIONS, SMALL_INPUT_BYTES, plan_for_input
+    from jobs.common.session import (
+        ADAPTIVE,
+        BROADCAST_THRESHOLD,
+        SHUFFLE_PARTITIONS,
+        SMALL_INPUT_BYTES,
+        plan_for_input,
+    )
 
     tables.ensure(RAW_OFFSETS)
     files_before = {os.path.join(d, f) for d, _, fs in os.walk(tables.path(RAW_OFFSETS)) for f in fs
@@ -93,19 +99,27 @@ def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statica
     tables.delta(RAW_OFFSETS).optimize().executeCompaction()  # rewrites, adds no row
     assert tables.bytes_added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS) - 1) == 0
 
-    before = {k: spark.conf.get(k) for k in (ADAPTIVE, SHUFFLE_PARTITIONS)}
+    settings = (ADAPTIVE, SHUFFLE_PARTITIONS, BROADCAST_THRESHOLD)
+    before = {k: spark.conf.get(k) for k in settings}
+    spark_default = "10485760b"  # Spark's own broadcast threshold, 10 MiB
+
+    def now() -> tuple[str, ...]:
+        return tuple(spark.conf.get(k) for k in settings)
+
     try:
         config = SparkConfig(master="local[2]", shuffle_partitions=8)
         said = plan_for_input(spark, config, SMALL_INPUT_BYTES - 1)
-        assert (spark.conf.get(ADAPTIVE), spark.conf.get(SHUFFLE_PARTITIONS)) == ("false", "2")
+        assert now() == ("false", "2", "-1")
         assert "queries planned statically" in said
         plan_for_input(spark, config, SMALL_INPUT_BYTES)
-        assert (spark.conf.get(ADAPTIVE), spark.conf.get(SHUFFLE_PARTITIONS)) == ("true", "8")
+        assert now() == ("true", "8", spark_default)
         plan_for_input(spark, config, None)  # a live read: its size is not known
-        assert (spark.conf.get(ADAPTIVE), spark.conf.get(SHUFFLE_PARTITIONS)) == ("true", "8")
-        operator = SparkConfig(master="local[2]", shuffle_partitions=8, extra={ADAPTIVE: "true"})
+        assert now() == ("true", "8", spark_default)
+        operator = SparkConfig(master="local[2]", shuffle_partitions=8,
+                               extra={ADAPTIVE: "true", BROADCAST_THRESHOLD: "1048576"})
+        spark.conf.set(BROADCAST_THRESHOLD, "1048576")  # as build_session sets the operator's [spark.extra]
         plan_for_input(spark, operator, 1)
-        assert (spark.conf.get(ADAPTIVE), spark.conf.get(SHUFFLE_PARTITIONS)) == ("true", "2")
+        assert now() == ("true", "2", "1048576")
     finally:
         for key, value in before.items():
             spark.conf.set(key, value)
