@@ -2,9 +2,10 @@
 
     python -m jobs.logs [--conf conf/local.toml]
 
-The flow, one module each: `listing` (the files, their identities, how far each was read), `scan` (one
-Spark task per file: coordinator_core.logs reads it and classifies the kept entries), `rows` (the scan
-output -> the three tables' rows), and this stage (`run_logs`: list, scan once, write, summarise).
+The flow, one module each: `listing` (the files, their identities, how far each was read), `scan` (Spark
+tasks that each read a share of the files, each file in order: coordinator_core.logs reads it and classifies
+the kept entries), `rows` (the scan output -> the three tables' rows), and this stage (`run_logs`: list,
+scan once, write, summarise).
 
 What is archived: raw_log_lines keeps the coordinator-looking entries only (everything the catalogue
 parses, today or after a catalogue update, is among them), joined over their physical lines; every line
@@ -51,7 +52,7 @@ from jobs.common.run_lock import EXIT_WAREHOUSE_CLAIMED, RunClaim, WarehouseClai
 from jobs.common.session import build_session
 from jobs.logs.listing import LogFile, archived_positions, list_log_files, worth_a_row
 from jobs.logs.rows import coordinator_event_rows, log_file_read_rows, raw_log_line_rows
-from jobs.logs.scan import FILE_COLUMNS, FILE_COUNTERS, SCAN_COLUMNS, held, scan_log_files
+from jobs.logs.scan import FILE_COLUMNS, FILE_COUNTERS, SCAN_COLUMNS, held, new_bytes, scan_log_files, scan_slices
 from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
 
 
@@ -178,16 +179,19 @@ def run_logs(
         else:
             readable.append(f)
     if readable:
-        # Largest first: tasks start in partition order, so the longest scans do not come last.
-        ordered = sorted(readable, key=lambda f: -f.size)
         to_read = [
             (f.cluster, f.file_id, f.source, f.path, f.broker_id, f.zone,
              *positions.get((f.cluster, f.file_id), (0, None)), not f.rotated, f.container_layout,
              None if f.path.endswith(".gz") else f.size)
-            for f in ordered
+            for f in readable
         ]
-        # One partition per file: a file is scanned in order by one task.
-        files_to_read = spark.createDataFrame(spark.sparkContext.parallelize(to_read, len(to_read)), FILE_COLUMNS)
+        # A file is scanned in order by one task; a task scans a share of the files, as many tasks as the
+        # new bytes are worth (see `scan_slices`). One element per partition: a slice's files.
+        weights = [new_bytes(f.size, positions.get((f.cluster, f.file_id), (0, None))[1], f.path.endswith(".gz"))
+                   for f in readable]
+        slices = [[to_read[i] for i in s] for s in scan_slices(weights, spark.sparkContext.defaultParallelism)]
+        files_to_read = spark.createDataFrame(
+            spark.sparkContext.parallelize(slices, len(slices)).flatMap(lambda files: files), FILE_COLUMNS)
         scanned, release = held(scan_log_files(files_to_read, all_entries=archive_all_entries,
                                                 block_bytes=block_bytes, max_line_bytes=max_line_bytes))
         try:

@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator_core.logs import classify_log_entry, iter_log_entries
 from coordinator_core.logs import parser as log_parser
@@ -19,6 +21,7 @@ from coordinator_core.logs.keep import coordinator_entries
 from coordinator_core.logs.scan import FileScan, scan_container_file, scan_log_file
 from jobs.common.config import LogsConfig, LogSource
 from jobs.logs.listing import list_log_files
+from jobs.logs.scan import GZ_EXPANSION, TASK_BYTES, new_bytes, scan_slices
 from tests.unit.log_lines import BROKER_LINES, CC, CLIENT_LINES, GC, MIXED_LINES, write_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -274,3 +277,39 @@ def test_a_file_listed_at_the_byte_its_last_read_ended_gets_the_scans_own_file_r
     assert not _unchanged(f, first.end_byte - 1)
     assert not _unchanged(dataclasses.replace(f, path=f.path + ".gz"), first.end_byte)
     assert not _unchanged(f, None)
+
+
+# -- how the files are shared out among scan tasks ---------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(weights=st.lists(st.integers(min_value=0, max_value=10 * TASK_BYTES), max_size=60),
+       cores=st.integers(min_value=1, max_value=16))
+def test_scan_tasks_read_every_file_once_and_as_many_as_the_bytes_are_worth(weights: list[int], cores: int) -> None:
+    slices = scan_slices(weights, cores)
+    assert sorted(i for s in slices for i in s) == list(range(len(weights)))
+    assert all(slices)
+    n = len(weights)
+    worth = -(-sum(weights) // TASK_BYTES)  # tasks of TASK_BYTES each
+    assert len(slices) == max(min(n, cores), min(n, 4 * cores, worth))
+    for s in slices:  # a task starts with its largest file
+        assert [weights[i] for i in s] == sorted((weights[i] for i in s), reverse=True)
+    if slices:  # largest first onto the lightest task: no task carries more than the mean plus one file
+        loads = [sum(weights[i] for i in s) for s in slices]
+        assert max(loads) <= sum(weights) / len(slices) + max(weights)
+
+
+def test_a_quiet_night_of_small_files_is_scanned_by_one_task_per_core() -> None:
+    # 34 files with a few bytes new each (the samples on a night with nothing new): two tasks on two cores
+    slices = scan_slices([100] * 34, 2)
+    assert [len(s) for s in slices] == [17, 17]
+    # a large file is alone beside the small ones
+    slices = scan_slices([5 * TASK_BYTES] + [TASK_BYTES // 10] * 10, 2)
+    assert [0] in slices and len(slices) == 6
+
+
+def test_the_new_bytes_of_a_file_are_what_follows_its_last_read() -> None:
+    assert new_bytes(1000, 400, gz=False) == 600
+    assert new_bytes(1000, None, gz=False) == 1000      # never read
+    assert new_bytes(1000, 1200, gz=False) == 1000      # shrank: rotated in place, read from its start
+    assert new_bytes(1000, 400, gz=True) == 1000 * GZ_EXPANSION  # a .gz file is read whole, compressed
+    assert new_bytes(None, None, gz=False) == 0
