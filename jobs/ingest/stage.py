@@ -17,6 +17,7 @@ from jobs.common.boundary import READ_ERROR, READ_ERROR_POSITION, read_segment_f
 from jobs.common.config import KafkaSource, SegmentSource
 from jobs.common.delta_io import Tables
 from jobs.common.progress import log, step
+from jobs.common.tasks import python_tasks
 from jobs.ingest.kafka_source import kafka_offset_bounds, kafka_options, read_kafka
 from jobs.ingest.replicas import (
     archive_epochs,
@@ -28,7 +29,12 @@ from jobs.ingest.replicas import (
     replica_conflict_rows,
 )
 from jobs.ingest.rows import POSITION, history_gap_rows, partition_read_summary, raw_offsets_rows
-from jobs.ingest.segments import list_partition_files, next_segment_base_offsets, read_leader_epoch_checkpoints
+from jobs.ingest.segments import (
+    list_partition_files,
+    next_segment_base_offsets,
+    read_leader_epoch_checkpoints,
+    source_bytes,
+)
 from schemas import HISTORY_GAPS, RAW_OFFSETS, REPLICA_CONFLICTS
 
 MAX_SEGMENT_ERRORS_KEPT = 1000
@@ -102,7 +108,9 @@ def run_ingest_segments(
     checkpoints, checkpoint_errors = read_leader_epoch_checkpoints(spark, checkpoint_files)
     log(f"  {file_count} segment files, {len(checkpoint_files)} leader-epoch-checkpoint files under "
         f"{', '.join(s.path for s in sources)}")
-    files = files.repartition(max(1, min(file_count, 4 * spark.sparkContext.defaultParallelism)))
+    # A task reads a share of the segment files (see jobs.common.tasks: a Python task's own cost).
+    total = sum(source_bytes(spark, s.path) for s in sources)
+    files = files.repartition(max(1, python_tasks(total, file_count, spark.sparkContext.defaultParallelism)))
     read = read_segment_files(files, batch_size).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         problems = read.where(F.col(READ_ERROR).isNotNull())

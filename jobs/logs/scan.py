@@ -3,7 +3,8 @@ entries, classified.
 
 Each task reads its files one after the other with coordinator_core.logs.scan, each in large blocks from
 the byte after the recorded position (or by counting lines when that offset cannot be trusted) up to the
-size the file had when listed, so a scan computed again reads the same bytes (what a file gains meanwhile is the next run's).
+size the file had when listed, so a scan computed again reads the same bytes (what a file gains meanwhile
+is the next run's).
 The coordinator-looking entries (coordinator_core.logs.keep) come out of each block as one Arrow string
 array, and batches of them are classified column-wise by coordinator_core.logs.bulk (RE2 over Arrow
 arrays, the catalogue indexed by literal prefix; the entries it cannot read exactly like the reference
@@ -47,6 +48,7 @@ from coordinator_core.logs.files import READ_ERRORS, error_text
 from coordinator_core.logs.scan import READ_BLOCK_BYTES, FileScan, scan_container_file, scan_log_file_columns
 from jobs.common.config import LogsConfig
 from jobs.common.session import session_setting
+from jobs.common.tasks import python_tasks
 from schemas.logs import COORDINATOR_EVENTS
 
 #: One row per file to scan (the input of the scan task).
@@ -256,11 +258,6 @@ def scan_log_files(files_to_read: DataFrame, *, all_entries: bool = False,
 
 
 
-#: Bytes of new log text a scan task is given before another task is worth its cost: every Python task
-#: costs about 0.2 s of its own (Spark 4.0, warm workers, measured with an empty mapInArrow), as much as
-#: scanning ~20 MB of log text. One task per file made a quiet night's logs stage on the samples (34
-#: files, nothing new) 9.6 s; the same scan in two tasks took 0.5 s.
-TASK_BYTES = 64 << 20
 #: A .gz file's size on disk is its compressed size: its text is taken as this many times as long.
 GZ_EXPANSION = 8
 
@@ -277,15 +274,13 @@ def new_bytes(size: int | None, end_byte: int | None, gz: bool) -> int:
 
 
 def scan_slices(weights: Sequence[int], cores: int) -> list[list[int]]:
-    """The files' indices grouped into scan tasks (each file read in order by one task): as many tasks as
-    the new bytes are worth (`TASK_BYTES` each), no fewer than the cores while there are files for them,
-    no more than four per core; files placed largest first, each on the lightest task so far (LPT), so a
-    large file runs beside the small ones rather than after them. Each task's files in that order."""
+    """The files' indices grouped into scan tasks (each file read in order by one task), as many as
+    `jobs.common.tasks.python_tasks` says the new bytes are worth; files placed largest first, each on the
+    lightest task so far (LPT), so a large file runs beside the small ones rather than after them. Each
+    task's files in that order."""
     if not weights:
         return []
-    cores = max(1, cores)
-    wanted = -(-sum(weights) // TASK_BYTES)
-    tasks = max(min(len(weights), cores), min(len(weights), 4 * cores, wanted))
+    tasks = python_tasks(sum(weights), len(weights), cores)
     slices: list[list[int]] = [[] for _ in range(tasks)]
     load = [0] * tasks
     for i in sorted(range(len(weights)), key=lambda i: -weights[i]):

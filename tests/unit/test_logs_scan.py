@@ -20,8 +20,9 @@ from coordinator_core.logs.files import file_identity
 from coordinator_core.logs.keep import coordinator_entries
 from coordinator_core.logs.scan import FileScan, scan_container_file, scan_log_file
 from jobs.common.config import LogsConfig, LogSource
+from jobs.common.tasks import TASK_BYTES
 from jobs.logs.listing import list_log_files
-from jobs.logs.scan import GZ_EXPANSION, TASK_BYTES, new_bytes, scan_slices
+from jobs.logs.scan import GZ_EXPANSION, new_bytes, scan_slices
 from tests.unit.log_lines import BROKER_LINES, CC, CLIENT_LINES, GC, MIXED_LINES, write_lines
 
 ROOT = Path(__file__).resolve().parents[2]
