@@ -10,7 +10,8 @@ jobs.nightly`) on the configuration's inputs, with its tables, Spark warehouse, 
 to a fresh temporary directory. Then `--again` runs follow with nothing new (the fixed cost of a quiet night).
 Printed: the session's start, then per run and stage the seconds (the run's own timers), the Spark jobs and
 SQL executions it started, the Delta commits it made per operation (read from the tables' commit files) and
-the driver-side actions with their call sites in jobs/; last, the 1-minute load average (a figure means
+the driver-side actions and writes (MERGEs, saves) with their call sites in jobs/ and the seconds the driver
+waited in each (a stage's slowest sites first); last, the 1-minute load average (a figure means
 little without it) and one JSON line with everything, so the next change can be compared.
 """
 
@@ -38,49 +39,66 @@ ACTIONS = ("count", "collect", "first", "take", "head", "isEmpty", "toPandas", "
 
 
 class Counters:
-    """Driver-side actions per stage, by call site (the innermost frame in jobs/ or coordinator_core/)."""
+    """Driver-side actions per stage, by call site (see `record`)."""
 
     def __init__(self) -> None:
         self.stage = "setup"
         self.actions: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        #: seconds the driver waited in each action, by stage and call site (as `actions`)
+        self.seconds: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
 
-    def record(self, method: str) -> None:
+    def record(self, method: str) -> str:
+        """Count an action at its call site: the innermost frame in jobs/ or coordinator_core/ outside the
+        shared helpers of jobs/common/ (a MERGE is then the stage's line that asked for it, not Tables'),
+        else the innermost in jobs/common/."""
         site = "?"
         for frame in reversed(traceback.extract_stack()[:-2]):
             rel = os.path.relpath(frame.filename, ROOT)
             if rel.startswith(("jobs/", "coordinator_core/")):
-                site = f"{rel}:{frame.lineno}"
-                break
-        self.actions[self.stage][f"{method} @ {site}"] += 1
+                if site == "?":
+                    site = f"{rel}:{frame.lineno}"
+                if not rel.startswith("jobs/common/"):
+                    site = f"{rel}:{frame.lineno}"
+                    break
+        key = f"{method} @ {site}"
+        self.actions[self.stage][key] += 1
+        return key
 
 
 @contextmanager
 def counting_actions(counters: Counters) -> Iterator[None]:
     # Spark 4's DataFrame is pyspark.sql.classic.dataframe.DataFrame (the Spark Connect one aside), which
     # overrides the base class's methods: patched there.
+    # Writes count too: a Delta MERGE (`DeltaMergeBuilder.execute`) and a DataFrame write (`save`).
+    from delta.tables import DeltaMergeBuilder
     from pyspark.sql.classic.dataframe import DataFrame
+    from pyspark.sql.readwriter import DataFrameWriter
 
-    originals = {name: DataFrame.__dict__[name] for name in ACTIONS if name in DataFrame.__dict__}
+    patched = [(DataFrame, name, DataFrame.__dict__[name]) for name in ACTIONS if name in DataFrame.__dict__]
+    patched += [(DeltaMergeBuilder, "execute", DeltaMergeBuilder.execute),
+                (DataFrameWriter, "save", DataFrameWriter.save)]
     busy = [False]
 
     def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if not busy[0]:  # an action implemented by another (first -> head -> take) counts once
-                counters.record(name)
-            outer, busy[0] = busy[0], True
+            if busy[0]:  # an action implemented by another (first -> head -> take) counts once
+                return fn(self, *args, **kwargs)
+            key, stage, t0 = counters.record(name), counters.stage, time.monotonic()
+            busy[0] = True
             try:
                 return fn(self, *args, **kwargs)
             finally:
-                busy[0] = outer
+                busy[0] = False
+                counters.seconds[stage][key] += time.monotonic() - t0
         return counted
 
-    for name, fn in originals.items():
-        setattr(DataFrame, name, wrap(name, fn))
+    for owner, name, fn in patched:
+        setattr(owner, name, wrap("merge" if owner is DeltaMergeBuilder else name, fn))
     try:
         yield
     finally:
-        for name, fn in originals.items():
-            setattr(DataFrame, name, fn)
+        for owner, name, fn in patched:
+            setattr(owner, name, fn)
 
 
 def _next_job_id(spark: Any) -> int:
@@ -161,7 +179,9 @@ def _instrumented(stages: Any, spark: Any, counters: Counters, tables_dir: Path,
                                 "spark_jobs": _next_job_id(spark) - jobs0,
                                 "sql_executions": _next_execution_id(spark) - sql0,
                                 "commits": dict(commits),
-                                "actions": dict(counters.actions.pop(stage.name, {}))})
+                                "actions": dict(counters.actions.pop(stage.name, {})),
+                                "action_seconds": {k: round(v, 2) for k, v in
+                                                   counters.seconds.pop(stage.name, {}).items()}})
                 counters.stage = "commit"
         return Stage(stage.name, stage.writes, run)
 
@@ -188,8 +208,9 @@ def _print_run(label: str, seconds: float, figures: list[dict[str, Any]], verbos
                 print(f"  {f['stage']}:")
             for what, n in sorted(f["commits"].items()):
                 print(f"    commit  {n:>3} x {what}")
-            for what, n in sorted(f["actions"].items()):
-                print(f"    action  {n:>3} x {what}")
+            seconds: dict[str, float] = f.get("action_seconds", {})
+            for what, n in sorted(f["actions"].items(), key=lambda kv: -seconds.get(kv[0], 0.0)):
+                print(f"    action  {n:>3} x {what}  ({seconds.get(what, 0.0):.2f} s)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
                        "sql_executions": _next_execution_id(spark) - sql0 - sum(f["sql_executions"] for f in figures),
                        "actions": {k: dict(v) for k, v in counters.actions.items()}}
             counters.actions.clear()
+            counters.seconds.clear()
             _print_run(label, seconds, figures, not args.quiet, steps)
             in_stages = sum(f["seconds"] for f in figures)
             print(f"  outside the stages (claim, recovery, ensure, commit): {seconds - in_stages:.1f} s, "
