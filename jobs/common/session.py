@@ -62,6 +62,22 @@ def launched_by_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+#: PySpark's worker daemon without its per-task re-read of every zip on the worker's path (see the module).
+PYTHON_DAEMON_MODULE = "jobs.common.python_daemon"
+
+
+def local_workers_run_this_interpreter(spark: SparkConfig) -> bool:
+    """True when Python workers are local processes of the driver's own interpreter (`build_session` points
+    PYSPARK_PYTHON at it), so they import the project the way the driver did, before any task runs.
+    Executors elsewhere, or another interpreter, may only get the project through `--py-files`, which a
+    worker sees after it has started: those keep PySpark's own daemon."""
+    return (
+        spark.master.startswith("local")
+        and not launched_by_spark_submit()
+        and os.environ.get("PYSPARK_PYTHON", sys.executable) == sys.executable
+    )
+
+
 def spark_conf(spark: SparkConfig, *, for_shell: bool = False) -> dict[str, str]:
     """Every Spark setting the jobs rely on, as plain key/value pairs."""
     conf: dict[str, str] = {
@@ -110,6 +126,8 @@ def spark_conf(spark: SparkConfig, *, for_shell: bool = False) -> dict[str, str]
         driver_java_options.append(f"-Dderby.system.home={Path(spark.metastore_dir).parent}")
     if driver_java_options:
         conf["spark.driver.extraJavaOptions"] = " ".join(driver_java_options)
+    if not for_shell and local_workers_run_this_interpreter(spark):
+        conf["spark.python.daemon.module"] = PYTHON_DAEMON_MODULE
     if for_shell or not launched_by_spark_submit():
         jars = local_jars(spark.jars_dir)
         if jars:

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from jobs.common.config import PROJECT_ROOT, ConfigError, KafkaSource, load_config, parse_config
-from jobs.common.session import LOCAL_GC_OPTION, spark_conf
+from jobs.common.session import LOCAL_GC_OPTION, PYTHON_DAEMON_MODULE, spark_conf
 from jobs.ingest.kafka_source import kafka_options
 
 
@@ -93,3 +93,22 @@ def test_a_local_jvm_collects_garbage_for_throughput_and_keeps_the_metastore_hom
 def test_the_session_jvm_runs_the_parallel_collector(spark: SparkSession) -> None:
     beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()  # type: ignore[attr-defined]
     assert sorted(bean.getName() for bean in beans) == ["PS MarkSweep", "PS Scavenge"]
+
+
+def test_local_python_workers_skip_rereading_unchanged_zips(spark: SparkSession) -> None:
+    """The test session is local, in the project's interpreter: its workers run the project's daemon."""
+    assert spark.sparkContext.getConf().get("spark.python.daemon.module") == PYTHON_DAEMON_MODULE
+
+    def invalidation_in_worker(_: object) -> list[str]:
+        import sys
+        import zipimport
+
+        patched = zipimport.zipimporter.invalidate_caches
+        return [f"{sys.modules[patched.__module__].__spec__.name}.{patched.__name__}"]
+
+    assert spark.sparkContext.parallelize([0], 1).mapPartitions(invalidation_in_worker).collect() == [
+        f"{PYTHON_DAEMON_MODULE}.invalidate_if_changed"
+    ]
+    # Executors elsewhere may only get the project through --py-files: they keep PySpark's daemon.
+    cluster = load_config(PROJECT_ROOT / "conf" / "cluster.example.toml").spark
+    assert "spark.python.daemon.module" not in spark_conf(replace(cluster, master="spark://h:7077"))
