@@ -182,12 +182,19 @@ def _quiet_expected_warnings(spark: SparkSession) -> None:
 #: as a job of its own and plans again after it: a first nightly run on the samples made 588 Spark jobs with
 #: it and 320 without (benchmarks/run_overhead.py). No broadcast joins either: a static plan broadcasts the
 #: small side of a join with a job of its own (and the night's tables are all small), where a sort-merge
-#: join is a stage of the same job: 318 -> 274 jobs, a warm first run 82-89 s -> 77 s. Larger nights keep
-#: the configured settings, where coalescing, skew handling and broadcasting at run time pay.
+#: join is a stage of the same job: 318 -> 274 jobs, a warm first run 82-89 s -> 77 s. And no generated
+#: code: the driver spent a quarter of a warm sample night generating and compiling Java for queries that
+#: then ran over a few thousand rows (JFR: 24 % of its samples under codegen, 11 % in one regex of Spark's
+#: CodeFormatter alone); interpreted operators and expressions (whole-stage codegen off, Spark's
+#: `factoryMode` NO_CODEGEN, the path its own tests check results against) took a first run in a process
+#: 152 -> 111 s and a warm one 68-72 -> 57-63 s, measured side by side. Larger nights keep the configured
+#: settings, where coalescing, skew handling, broadcasting and compiled code pay.
 SMALL_INPUT_BYTES = 32 << 20
 ADAPTIVE = "spark.sql.adaptive.enabled"
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
+WHOLE_STAGE_CODEGEN = "spark.sql.codegen.wholeStage"
+CODEGEN_FACTORY = "spark.sql.codegen.factoryMode"
 
 
 def plan_for_input(spark: SparkSession, config: SparkConfig, new_bytes: int | None) -> str:
@@ -197,11 +204,11 @@ def plan_for_input(spark: SparkSession, config: SparkConfig, new_bytes: int | No
     small = new_bytes is not None and new_bytes < SMALL_INPUT_BYTES
     # as `spark_conf` sets them (None: Spark's default)
     wanted: dict[str, str | None] = {ADAPTIVE: "true", SHUFFLE_PARTITIONS: str(config.shuffle_partitions),
-                                     BROADCAST_THRESHOLD: None}
+                                     BROADCAST_THRESHOLD: None, WHOLE_STAGE_CODEGEN: None, CODEGEN_FACTORY: None}
     if small:
         cores = max(1, spark.sparkContext.defaultParallelism)
         wanted = {ADAPTIVE: "false", SHUFFLE_PARTITIONS: str(min(config.shuffle_partitions, cores)),
-                  BROADCAST_THRESHOLD: "-1"}
+                  BROADCAST_THRESHOLD: "-1", WHOLE_STAGE_CODEGEN: "false", CODEGEN_FACTORY: "NO_CODEGEN"}
     for key, value in wanted.items():
         if key in config.extra:
             continue
@@ -210,7 +217,8 @@ def plan_for_input(spark: SparkSession, config: SparkConfig, new_bytes: int | No
         else:
             spark.conf.set(key, value)
     size = "unknown" if new_bytes is None else f"{new_bytes / (1 << 20):.1f} MiB"
-    return (f"new input {size}: " + ("small, queries planned statically" if small else "adaptive query execution")
+    return (f"new input {size}: " + ("small, queries planned statically and interpreted" if small
+                                     else "adaptive query execution")
             + f" ({ADAPTIVE}={spark.conf.get(ADAPTIVE)}, {SHUFFLE_PARTITIONS}={spark.conf.get(SHUFFLE_PARTITIONS)})")
 
 

@@ -72,16 +72,18 @@ def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statica
         spark: SparkSession, tables: Tables) -> None:
     """bytes_added_since sums the data files the later commits added (their sizes on disk, listed here), not a
     compaction's rewrite; plan_for_input turns adaptive execution off and the shuffle partitions down to the
-    cores below SMALL_INPUT_BYTES, and broadcast joins off, back to the configured values (and Spark's default
-    broadcast threshold) above it, and leaves a setting the operator named in [spark.extra] alone."""
+    cores below SMALL_INPUT_BYTES, broadcast joins and generated code off, back to the configured values (and
+    Spark's defaults) above it, and leaves a setting the operator named in [spark.extra] alone."""
     import os
 
     from jobs.common.config import SparkConfig
     from jobs.common.session import (
         ADAPTIVE,
         BROADCAST_THRESHOLD,
+        CODEGEN_FACTORY,
         SHUFFLE_PARTITIONS,
         SMALL_INPUT_BYTES,
+        WHOLE_STAGE_CODEGEN,
         plan_for_input,
     )
 
@@ -99,27 +101,37 @@ def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statica
     tables.delta(RAW_OFFSETS).optimize().executeCompaction()  # rewrites, adds no row
     assert tables.bytes_added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS) - 1) == 0
 
-    settings = (ADAPTIVE, SHUFFLE_PARTITIONS, BROADCAST_THRESHOLD)
-    before = {k: spark.conf.get(k) for k in settings}
-    spark_default = "10485760b"  # Spark's own broadcast threshold, 10 MiB
+    settings = (ADAPTIVE, SHUFFLE_PARTITIONS, BROADCAST_THRESHOLD, WHOLE_STAGE_CODEGEN, CODEGEN_FACTORY)
+    before = {k: spark.conf.get(k, None) for k in settings}
+    # Spark's own defaults: a 10 MiB broadcast threshold, whole-stage codegen, codegen with interpreted fallback
+    spark_default = ("10485760b", "true", "FALLBACK")
 
     def now() -> tuple[str, ...]:
         return tuple(spark.conf.get(k) for k in settings)
 
+    def executed_plan() -> str:
+        return str(spark.range(3).selectExpr("id + 1 AS x")._jdf.queryExecution().executedPlan().toString())
+
     try:
         config = SparkConfig(master="local[2]", shuffle_partitions=8)
         said = plan_for_input(spark, config, SMALL_INPUT_BYTES - 1)
-        assert now() == ("false", "2", "-1")
-        assert "queries planned statically" in said
+        assert now() == ("false", "2", "-1", "false", "NO_CODEGEN")
+        assert "queries planned statically and interpreted" in said
+        # A query planned now runs interpreted: no operator of its plan is in a whole-stage codegen stage, "*(n)".
+        assert "*(" not in executed_plan()
         plan_for_input(spark, config, SMALL_INPUT_BYTES)
-        assert now() == ("true", "8", spark_default)
+        assert now() == ("true", "8", *spark_default)
+        assert "*(1) Project" in executed_plan()
         plan_for_input(spark, config, None)  # a live read: its size is not known
-        assert now() == ("true", "8", spark_default)
+        assert now() == ("true", "8", *spark_default)
         operator = SparkConfig(master="local[2]", shuffle_partitions=8,
                                extra={ADAPTIVE: "true", BROADCAST_THRESHOLD: "1048576"})
         spark.conf.set(BROADCAST_THRESHOLD, "1048576")  # as build_session sets the operator's [spark.extra]
         plan_for_input(spark, operator, 1)
-        assert now() == ("true", "2", "1048576")
+        assert now() == ("true", "2", "1048576", "false", "NO_CODEGEN")
     finally:
         for key, value in before.items():
-            spark.conf.set(key, value)
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
