@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame
 from coordinator_core.storms import StormThresholds
 from jobs.common.config import Config
 from jobs.common.delta_io import Tables
+from jobs.common.group_state import StateWrites
 from jobs.common.progress import step
 from jobs.decode.stage import DecodeResult, run_decode
 from jobs.history.inputs import RunRange
@@ -139,17 +140,26 @@ def _history_stage(ctx: RunContext) -> None:
         return
     reopen_hours = ctx.config.history.reopen_hours
     since = None if ctx.rebuild else dict(ctx.committed.table_versions)
-    generations = run_generations(ctx.tables, ctx.run_id, ctx.run_range(), reopen_hours)
-    ctx.extra_frames["changed_generations"] = generations.changed
-    # (the changed rows are cached: counting them per cluster costs no read)
-    for row in generations.changed.groupBy("cluster", "_deleted").count().collect():
-        counts = ctx.generations_by_cluster.setdefault(row["cluster"], {"written": 0, "withdrawn": 0})
-        counts["withdrawn" if row["_deleted"] else "written"] += int(row["count"])
-    replay = run_replay_and_whatif(ctx.tables, generations.changed, ctx.run_id, since, reopen_hours=reopen_hours)
-    with step("offset events: continue each touched group's commits, stalls and tombstones"):
-        history = ctx.config.history
-        offsets = run_offset_events(ctx.tables, ctx.run_id, since, reopen_hours=reopen_hours,
-                                    stall_min_commits=history.stall_min_commits, stall_min_ms=history.stall_min_ms)
+    # The three folds' group_state columns (generations, whatif, offsets) are written together at the end:
+    # one MERGE and one commit of group_state for the stage.
+    states = StateWrites()
+    try:
+        generations = run_generations(ctx.tables, ctx.run_id, ctx.run_range(), reopen_hours, states)
+        ctx.extra_frames["changed_generations"] = generations.changed
+        # (the changed rows are cached: counting them per cluster costs no read)
+        for row in generations.changed.groupBy("cluster", "_deleted").count().collect():
+            counts = ctx.generations_by_cluster.setdefault(row["cluster"], {"written": 0, "withdrawn": 0})
+            counts["withdrawn" if row["_deleted"] else "written"] += int(row["count"])
+        replay = run_replay_and_whatif(ctx.tables, generations.changed, ctx.run_id, since,
+                                       reopen_hours=reopen_hours, pending=states)
+        with step("offset events: continue each touched group's commits, stalls and tombstones"):
+            history = ctx.config.history
+            offsets = run_offset_events(ctx.tables, ctx.run_id, since, reopen_hours=reopen_hours,
+                                        stall_min_commits=history.stall_min_commits,
+                                        stall_min_ms=history.stall_min_ms, pending=states)
+        states.merge(ctx.tables, ctx.run_id)
+    finally:
+        states.release()
     late = (f"; {generations.late_events} log lines older than [history] reopen_hours not applied"
             if generations.late_events else "")
     if generations.events_unattributed:

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.common.delta_io import Tables
-from jobs.common.group_state import clear_state, merge_state
+from jobs.common.group_state import StateWrites, clear_state, merge_state
 from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
 from jobs.common.progress import step
 from jobs.storms import (
@@ -243,7 +243,7 @@ def _whatif_fn(reopen: dt.timedelta) -> Callable[[bool], Callable[[pd.DataFrame,
 
 
 def _whatif(tables: Tables, changed_generations: DataFrame, run_id: str, rebuild: bool,
-            reopen: dt.timedelta) -> tuple[int, int, int, int]:
+            reopen: dt.timedelta, pending: StateWrites | None = None) -> tuple[int, int, int, int]:
     """Continue every touched group's what-if replay. Returns (groups, rows written, rows deleted, groups
     replayed from their whole history)."""
     out = fold_groups(tables, changed_generations, whatif_inputs, _WHATIF_FOLD, _whatif_fn(reopen), STATE_COLUMN,
@@ -260,7 +260,7 @@ def _whatif(tables: Tables, changed_generations: DataFrame, run_id: str, rebuild
             tables.upsert(ASSIGNOR_WHATIF, out.where(F.col("_kind") == "row").select(
                 *ASSIGNOR_WHATIF.column_names, "_deleted"), delete_flag="_deleted")
         merge_state(tables, out.where(F.col("_kind") == "state").select(
-            *GROUP_KEY, F.col("_state").alias(STATE_COLUMN)), [STATE_COLUMN], run_id)
+            *GROUP_KEY, F.col("_state").alias(STATE_COLUMN)), [STATE_COLUMN], run_id, pending)
         return (int(summary["groups"]), int(summary["written"] or 0), int(summary["deleted"] or 0),
                 int(summary["recomputed"] or 0))
     finally:
@@ -269,7 +269,8 @@ def _whatif(tables: Tables, changed_generations: DataFrame, run_id: str, rebuild
 
 def run_replay_and_whatif(tables: Tables, changed_generations: DataFrame, run_id: str,
                           since: Mapping[str, int] | None, *,
-                          reopen_hours: float = DEFAULT_REOPEN_HOURS) -> ReplayResult:
+                          reopen_hours: float = DEFAULT_REOPEN_HOURS,
+                          pending: StateWrites | None = None) -> ReplayResult:
     """Replay the generations the run stored, and continue the what-if replay of every group with a changed
     generation row (state in group_state.whatif).
 
@@ -277,7 +278,8 @@ def run_replay_and_whatif(tables: Tables, changed_generations: DataFrame, run_id
     the keys of rows it deleted. `since`: table name -> the version the previous run committed (the run's
     new group_members rows are those after it); None rebuilds: assignment_replay, assignor_whatif and the
     carried states are emptied first and every row counts as new. `reopen_hours`: how long the generation
-    history keeps a row open for amendment.
+    history keeps a row open for amendment. `pending`: where the what-if states go when the stage writes its
+    states together (None: group_state now).
     """
     rebuild = since is None
     if rebuild:
@@ -296,5 +298,5 @@ def run_replay_and_whatif(tables: Tables, changed_generations: DataFrame, run_id
         return ReplayResult(replayed, mismatches, 0, 0, 0, 0)
     with step("what-if: continue each group's replay under every assignor"):
         groups, written, deleted, recomputed = _whatif(tables, changed_generations, run_id, rebuild,
-                                                       dt.timedelta(hours=reopen_hours))
+                                                       dt.timedelta(hours=reopen_hours), pending)
     return ReplayResult(replayed, mismatches, groups, written, deleted, recomputed)

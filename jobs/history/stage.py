@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.common.delta_io import Tables
-from jobs.common.group_state import merge_state
+from jobs.common.group_state import StateWrites, merge_state
 from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, per_bucket
 from jobs.history.fold import FOLD_OUTPUT, FOLD_RECORD_COLUMNS, _fold_fn
 from jobs.history.inputs import RunRange, new_attributed_events, new_group_records, new_topic_names
@@ -35,8 +35,10 @@ class GenerationsResult:
     events_unattributed: int = 0
 
 
-def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: float) -> GenerationsResult:
-    """Continue every touched group's generation history with the run's new records and log events."""
+def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: float,
+                    pending: StateWrites | None = None) -> GenerationsResult:
+    """Continue every touched group's generation history with the run's new records and log events. The
+    states go to group_state.generations now, or with `pending` when the stage writes its states together."""
     records = new_group_records(tables, run)
     events, unattributed = new_attributed_events(tables, run, records, reopen_hours)
     touched = records.select(*GROUP_KEY).unionByName(events.select(*GROUP_KEY)).distinct()
@@ -74,7 +76,7 @@ def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: fl
             merge_state(tables, out.where(F.col("_kind") == "state").select(
                 *GROUP_KEY, F.col("_state").alias("generations"),
                 F.col("_watermark").alias("generations_watermark")),
-                ["generations", "generations_watermark"], run_id)
+                ["generations", "generations_watermark"], run_id, pending)
     except BaseException:
         rows.unpersist()
         raise

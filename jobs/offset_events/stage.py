@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.common.delta_io import Tables
-from jobs.common.group_state import clear_state, merge_state
+from jobs.common.group_state import StateWrites, clear_state, merge_state
 from jobs.common.per_group import GROUP_KEY
 from jobs.common.progress import log
 from jobs.offset_events.inputs import _empty, read_run_inputs, sweeps_near
@@ -130,6 +130,7 @@ def run_offset_events(
     stall_min_commits: int = 3,
     stall_min_ms: int = 60_000,
     reopen_hours: float = 48.0,
+    pending: StateWrites | None = None,
 ) -> OffsetEventsResult:
     """Continue the offset history of every group the run touched (new records, decided transactions of
     carried commits, or new deletion/expiry log lines): write offset_events and group_state.offsets.
@@ -143,6 +144,7 @@ def run_offset_events(
         stall_min_commits / stall_min_ms: what makes a stall (as `offset_history`).
         reopen_hours: how long a tombstone stays open to late log lines (and a record to being re-read),
             counted back from the group's newest record or log line.
+        pending: where the offsets states go when the stage writes its states together (None: now).
     """
     if since is None:
         tables.delete_where(OFFSET_EVENTS, "true")
@@ -150,7 +152,7 @@ def run_offset_events(
     changes = fold_offset_events(tables, since, stall_min_commits=stall_min_commits, stall_min_ms=stall_min_ms,
                                  reopen_hours=reopen_hours)
     try:
-        write_offset_events(tables, changes, run_id)
+        write_offset_events(tables, changes, run_id, pending)
     finally:
         changes.release()
     return changes.result
@@ -168,12 +170,13 @@ class OffsetEventChanges:
     release: Callable[[], None] = lambda: None
 
 
-def write_offset_events(tables: Tables, changes: OffsetEventChanges, run_id: str) -> None:
+def write_offset_events(tables: Tables, changes: OffsetEventChanges, run_id: str,
+                        pending: StateWrites | None = None) -> None:
     """offset_events first, then the state that produced it (the nightly run rolls both back together)."""
     if changes.result.rows_written or changes.result.rows_deleted:
         tables.upsert(OFFSET_EVENTS, changes.rows, delete_flag="_deleted")
     if changes.result.groups:
-        merge_state(tables, changes.state, ["offsets"], run_id)
+        merge_state(tables, changes.state, ["offsets"], run_id, pending)
 
 
 def _nothing(tables: Tables, keep: _Keeper) -> OffsetEventChanges:

@@ -135,3 +135,39 @@ def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statica
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def test_the_steps_group_state_columns_are_written_by_one_merge(spark: SparkSession, tables: Tables) -> None:
+    """StateWrites: the columns several steps hand over are written by one MERGE (one commit); a row takes a
+    column only from the step that had its group, keeps its other columns, and a new group gets nulls."""
+    from pyspark.sql import types as T
+
+    from jobs.common.group_state import StateWrites, merge_state
+    from schemas.state import GROUP_STATE
+
+    def frame(columns: list[str], rows: list[tuple[object, ...]]):  # type: ignore[no-untyped-def]
+        fields = [T.StructField("cluster", T.StringType()), T.StructField("group_id", T.StringType())]
+        fields += [T.StructField(c, GROUP_STATE.schema[c].dataType) for c in columns]
+        return spark.createDataFrame(rows, T.StructType(fields))
+
+    tables.ensure(GROUP_STATE)
+    merge_state(tables, frame(["generations", "whatif", "storms"], [("c", "g1", b"g1", b"w1", b"s1")]),
+                ["generations", "whatif", "storms"], "r1")
+    merge_state(tables, frame(["generations"], [("c", "g2", b"g2")]), ["generations"], "r1")
+    before = tables.version(GROUP_STATE)
+
+    states = StateWrites()
+    states.add(frame(["generations"], [("c", "g1", b"G1"), ("c", "g3", b"G3")]), ["generations"])
+    states.add(frame(["whatif"], [("c", "g2", b"W2"), ("c", "g3", b"W3")]), ["whatif"])
+    with pytest.raises(ValueError, match="handed over twice"):
+        states.add(frame(["whatif"], [("c", "g1", b"x")]), ["whatif"])
+    states.merge(tables, "r2")
+
+    assert tables.version(GROUP_STATE) == before + 1
+    got = {r["group_id"]: (r["generations"], r["whatif"], r["storms"], r["updated_run_id"])
+           for r in tables.read(GROUP_STATE).collect()}
+    assert got == {
+        "g1": (b"G1", b"w1", b"s1", "r2"),
+        "g2": (b"g2", b"W2", None, "r2"),
+        "g3": (b"G3", b"W3", None, "r2"),
+    }
