@@ -4,10 +4,11 @@ Every task that runs Python costs about 0.2 s of its own (Spark 4.0.1, warm reus
 `mapInArrow` over 34 one-row partitions took 3.4-3.5 s on two cores, the same plan without Python 0.3 s),
 as much as reading ~20 MB of input. Most of it is the worker's `importlib.invalidate_caches()` at the start
 of every task (pyspark/worker_util.py), which on Python 3.11 re-reads the directory of every zip on the
-workers' path, pyspark.zip's among them (py-spy on a reused worker). Tasks are worth having for the data's
-sake (a share of `TASK_BYTES` each) and for the cores' (one per core while there are items to share), not
-for the files' sake: one task per log file made a quiet night's logs stage on the samples (34 files,
-nothing new) take 9.6 s, and two tasks 2 s.
+workers' path, pyspark.zip's among them (py-spy on a reused worker); local runs start their workers from
+`jobs.common.python_daemon`, which skips that (~0.05 s a task remains), executors elsewhere still pay it.
+Tasks are worth having for the data's sake (a share of `TASK_BYTES` each) and for the cores' (one per core
+while there are items to share), not for the files' sake: one task per log file made a quiet night's logs
+stage on the samples (34 files, nothing new) take 9.6 s, and two tasks 2 s.
 """
 
 from __future__ import annotations
