@@ -120,8 +120,19 @@ def _snapshot(tables: Tables, spec: TableSpec) -> Any:
 
 
 def live_files(tables: Tables, spec: TableSpec) -> int:
-    """The number of data files in the table's current version (what its readers open)."""
-    return int(_snapshot(tables, spec).numOfFiles())
+    """The number of data files in the table's current version (what its readers open).
+
+    Read from the version's checksum file (`_delta_log/<version>.crc`, which Delta writes with every commit,
+    computed from the previous one and the commit's actions) when there is one: the snapshot's own count
+    would reconstruct its state from the log, a Spark job per table, and the stage checks every table a
+    run changed (~2.7 s of a sample night's 3 s of maintenance). A version without one (a writer that
+    does not write checksums) is counted from its state.
+    """
+    snapshot = _snapshot(tables, spec)
+    checksum = snapshot.checksumOpt()
+    if checksum.isDefined():
+        return int(checksum.get().numFiles())
+    return int(snapshot.numOfFiles())
 
 
 def partition_files(tables: Tables, spec: TableSpec, small_file_bytes: int) -> list[PartitionFiles]:

@@ -170,10 +170,13 @@ def _sigkill_inside_the_history_stage(config: Config, root: Path) -> None:
 
 #: Stages after which a run of the chain stops (as if killed there). Ingest and decode are drilled in
 #: tests/spark/test_nightly.py (after ingest, in the middle of decode), storms in test_incremental_runs.py.
-STOP_AFTER = ("logs", "maintenance", "report")
+#: No kill point after maintenance of its own: the run killed after the report had run maintenance too, and
+#: the report stage writes no table, so the two deaths leave the same tables to roll back (the death right
+#: after a maintenance that compacted and vacuumed is tests/spark/test_maintenance.py's nights).
+STOP_AFTER = ("logs", "report")
 
 
-def test_runs_killed_inside_the_history_stage_and_after_the_logs_maintenance_and_report_stages_are_completed(
+def test_runs_killed_inside_the_history_stage_and_after_the_logs_and_report_stages_are_completed(
         spark: SparkSession, clean: tuple[Path, Tables], monkeypatch: pytest.MonkeyPatch) -> None:
     """One warehouse, a chain of runs that each die somewhere else; every run after a death takes over or
     waits for nothing, rolls the dead run's writes back and does the work again. Last, one run that

@@ -23,6 +23,7 @@ from pyspark.sql import types as T
 from jobs import maintenance
 from jobs.common.config import Config, ConfigError, MaintenanceConfig, SourcesConfig, TablesConfig, parse_config
 from jobs.common.delta_io import Tables
+from jobs.common.session import session_setting
 from jobs.maintenance import run_maintenance
 from jobs.nightly import StoppedAfterStage, run_nightly
 from jobs.stages import STAGES
@@ -154,6 +155,22 @@ def test_a_table_not_changed_since_the_last_run_is_left_alone(spark: SparkSessio
     assert tables.version(RAW_OFFSETS) == current
     done = run_maintenance(tables, [RAW_OFFSETS], TIGHT, {RAW_OFFSETS.name: current - 1}).tables
     assert [(t.table, t.files_before, t.files_after, t.files_rewritten) for t in done] == [("raw_offsets", 4, 1, 4)]
+
+
+def test_live_files_are_counted_from_the_checksum_file_or_else_from_the_state(
+        spark: SparkSession, tables: Tables) -> None:
+    """`live_files` reads a version's checksum file; a version written without one is counted from its
+    state. Either way the count DESCRIBE DETAIL gives."""
+    tables.ensure(RAW_OFFSETS)
+    tables.append(RAW_OFFSETS, raw_frame(spark, [raw(0, o, b"k", b"v") for o in range(3)]).repartition(3))
+    log = Path(tables.path(RAW_OFFSETS)) / "_delta_log"
+    assert (log / f"{tables.version(RAW_OFFSETS):020d}.crc").is_file()
+    assert maintenance._snapshot(tables, RAW_OFFSETS).checksumOpt().isDefined()  # what live_files reads
+    assert maintenance.live_files(tables, RAW_OFFSETS) == _live_files(tables, RAW_OFFSETS) == 3
+    with session_setting(spark, "spark.databricks.delta.writeChecksumFile.enabled", "false"):
+        tables.append(RAW_OFFSETS, raw_frame(spark, [raw(0, 3, b"k", b"v")]).coalesce(1))
+    assert not (log / f"{tables.version(RAW_OFFSETS):020d}.crc").exists()
+    assert maintenance.live_files(tables, RAW_OFFSETS) == _live_files(tables, RAW_OFFSETS) == 4
 
 
 def test_an_operators_compaction_between_runs_is_kept_and_a_data_change_is_undone(

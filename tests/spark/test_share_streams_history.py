@@ -2,14 +2,17 @@
 history as it was.
 
 The 4.3.1 sample (a real broker's capture, with the KIP-848 group `cgh-consumer-protocol` in
-`__consumer_offsets-34`) is run twice: as captured, and with a segment appended to partition 34 holding
-share-group and streams-group records (every decoded kind, tombstones included) of that same group id and
-of a share-only group, with epochs that would be new generations if they were read as KIP-848 records.
-group_generations must be identical; consumer_group_records holds the new rows, decoded, with their family.
+`__consumer_offsets-34`) as captured is the shared sample warehouse's cluster `kafka-4.3.1` (one run of the
+embedded default, tests/spark/sample_warehouse.py). Here it runs once more, into a warehouse of its own, with
+a segment appended to partition 34 holding share-group and streams-group records (every decoded kind,
+tombstones included) of that same group id and of a share-only group, with epochs that would be new
+generations if they were read as KIP-848 records. group_generations must be the captured sample's;
+consumer_group_records holds the new rows, decoded, with their family.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -17,25 +20,26 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import coordinator_core as cc
 from coordinator_core import messages as m
 from coordinator_core.records import RECORD_TYPES, Record
-from jobs.common.config import Config, LogSource, ReportConfig, SegmentSource, SourcesConfig, TablesConfig
+from jobs.common.config import Config, ReportConfig, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
 from jobs.nightly import run_nightly
 from jobs.stages import STAGES
 from schemas import CONSUMER_GROUP_RECORDS, DECODE_ERRORS
 from schemas.gold import GROUP_GENERATIONS
+from tests.spark.sample_warehouse import SampleWarehouse
 from tests.spark.segment_files import Batch, write_segment
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "kafka-4.3.1"
-CLUSTER = "sample"
+CLUSTER = "kafka-4.3.1"  # the shared sample warehouse's name for it (conf/local.toml)
 KIP848_GROUP = "cgh-consumer-protocol"
 PARTITION = 34
 SHARE_ONLY = "cgh-share-only"
@@ -67,11 +71,13 @@ def _records(group: str) -> list[tuple[bytes, bytes | None]]:
     return [cc.encode_record(Record(rt, key, None if value is None else 0, value)) for rt, key, value in values]
 
 
-def _config(root: Path, sample: Path, database: str) -> Config:
-    logs = (LogSource(CLUSTER, "broker-1", (str(sample / "broker" / "server.log"),), "UTC", 1),
-            LogSource(CLUSTER, "clients", (str(sample / "clients" / "*.log"),)))
-    return Config(
-        sources=SourcesConfig(mode="segments", segments=(SegmentSource(CLUSTER, str(sample)),), logs=logs),
+def _config(root: Path, segments: Path, database: str, shared: Config) -> Config:
+    """The shared warehouse's configuration for the cluster, its segments read from `segments` (a copy that
+    can be appended to); its log files are the samples' own, so the evidence names the same paths."""
+    return dataclasses.replace(
+        shared,
+        sources=SourcesConfig(mode="segments", segments=(SegmentSource(CLUSTER, str(segments)),),
+                              logs=tuple(s for s in shared.sources.logs if s.cluster == CLUSTER)),
         tables=TablesConfig(database=database, location=str(root / database)),
         report=ReportConfig(path=str(root / f"{database}.html"), groups_shown=4),
     )
@@ -85,32 +91,36 @@ def _last_record(sample: Path) -> tuple[int, int]:
 
 
 @pytest.fixture(scope="module")
-def warehouses(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[Tables, Tables, int]:
+def warehouses(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, sample_warehouse: SampleWarehouse
+               ) -> tuple[DataFrame, Tables, int]:
+    """(the captured sample's group_generations, the warehouse of the sample with the appended segment, the
+    first appended offset)."""
     root = tmp_path_factory.mktemp("share_streams_history")
     stages = tuple(s for s in STAGES if s.name in ("ingest", "decode", "logs", "history"))
-    # One copy of the sample for both runs, so that the evidence's log file paths are the same.
     sample = root / "sample"
     shutil.copytree(SAMPLE, sample)
-    plain = _config(root, sample, "cgh_share_streams_plain")
-    run_nightly(spark, plain, stages=stages)
     last_offset, last_ts = _last_record(sample)
     records = _records(KIP848_GROUP) + _records(SHARE_ONLY)
     write_segment(sample, PARTITION, [Batch(last_offset + 1, records, timestamp_ms=last_ts + 1000)])
-    mixed = _config(root, sample, "cgh_share_streams_mixed")
+    shared = sample_warehouse.config
+    # its segments: one cluster per directory under samples/, named after it
+    assert [(s.cluster, Path(s.path)) for s in shared.sources.segments] == [("*", SAMPLE.parent)]
+    assert SAMPLE.name == CLUSTER
+    mixed = _config(root, sample, "cgh_share_streams_mixed", shared)
     run_nightly(spark, mixed, stages=stages)
-    as_tables = [Tables(spark, c.tables.database, c.tables.location) for c in (plain, mixed)]
-    return as_tables[0], as_tables[1], last_offset + 1
+    captured = (sample_warehouse.tables(spark).read(GROUP_GENERATIONS).where(F.col("cluster") == CLUSTER)
+                .select(*GROUP_GENERATIONS.column_names))
+    return captured, Tables(spark, mixed.tables.database, mixed.tables.location), last_offset + 1
 
 
-def test_consumer_group_histories_are_unchanged(warehouses: tuple[Tables, Tables, int]) -> None:
-    plain, mixed, _ = warehouses
-    before = plain.read(GROUP_GENERATIONS)
-    assert before.where(F.col("group_id") == KIP848_GROUP).count() > 0
-    assert_df_equality(mixed.read(GROUP_GENERATIONS), before, ignore_row_order=True, ignore_nullable=True)
+def test_consumer_group_histories_are_unchanged(warehouses: tuple[DataFrame, Tables, int]) -> None:
+    captured, mixed, _ = warehouses
+    assert captured.where(F.col("group_id") == KIP848_GROUP).count() > 0
+    assert_df_equality(mixed.read(GROUP_GENERATIONS), captured, ignore_row_order=True, ignore_nullable=True)
     assert mixed.read(GROUP_GENERATIONS).where(F.col("group_id") == SHARE_ONLY).count() == 0
 
 
-def test_the_new_records_are_consumer_group_records_rows(warehouses: tuple[Tables, Tables, int]) -> None:
+def test_the_new_records_are_consumer_group_records_rows(warehouses: tuple[DataFrame, Tables, int]) -> None:
     _, mixed, first = warehouses
     assert mixed.read(DECODE_ERRORS).where(F.col("offset") >= first).count() == 0
     rows = (mixed.read(CONSUMER_GROUP_RECORDS)
