@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 from jobs.common.config import Config, SparkConfig, TablesConfig, parse_config
 from jobs.common.delta_io import Tables
-from jobs.common.session import build_session
+from jobs.common.session import build_session, plan_for_input
 from tests.spark.sample_warehouse import SampleWarehouse, shared_sample_warehouse
 
 _databases = itertools.count()
@@ -70,7 +70,12 @@ class _SharedSession:
     @classmethod
     def get(cls, spark_root: Path) -> SparkSession:
         if cls.session is None:
-            cls.session = build_session(_test_config(spark_root))
+            config = _test_config(spark_root)
+            cls.session = build_session(config)
+            # Every test's input is small: the session plans as a small night does (`plan_for_input`: no
+            # adaptive re-planning, no broadcast by size, interpreted rather than compiled), also for the
+            # tests that call a stage without a nightly run (which plans by its input itself).
+            plan_for_input(cls.session, config.spark, 0)
             cls.settings = dict(cls.session.conf.getAll)
             cls.modules = 0
         return cls.session
