@@ -1,8 +1,9 @@
 """A run claim taken from a process of its own (`python -m tests.spark.claim_worker ...`), as a second
 scheduled run on another driver would: its own JVM and its own in-memory catalog, the same table location.
 
-It builds its session, says it is ready (a file), waits for the test's go (another file), claims, writes
-`won <run_id>` or `refused <message>` to its output file, holds a won claim for `--hold` seconds and lets go.
+It builds its session, says it is ready (a file), then for each round (a `--go` and an `--out` file) waits for
+the test's go, claims, and writes `refused <message>` to the round's output, or `won <run_id>` and, once it has held the
+claim for `--hold` seconds and let go, a `released` line. It exits 75 when its last round was refused.
 """
 
 from __future__ import annotations
@@ -35,11 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--location", required=True)
     parser.add_argument("--run-id", required=True)
     parser.add_argument("--ready", required=True)
-    parser.add_argument("--go", required=True)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--go", required=True, action="append",
+                        help="one per round: the file whose creation starts the round's claim")
+    parser.add_argument("--out", required=True, action="append", help="one per round: where its result goes")
     parser.add_argument("--hold", type=float, default=3.0)
     args = parser.parse_args(argv)
-    scratch = Path(args.out).parent / f"scratch-{args.run_id}"
+    if len(args.go) != len(args.out):
+        parser.error("give as many --out as --go (one of each per round)")
+    scratch = Path(args.out[0]).parent / f"scratch-{args.run_id}"
     config = worker_config(args.location, scratch)
     spark = build_session(config)
     tables = Tables(spark, config.tables.database, config.tables.location)
@@ -48,20 +52,27 @@ def main(argv: list[str] | None = None) -> int:
     # round finds no run_claims table: both workers create it at once, as two first runs would.
     spark.createDataFrame([(1,)], "x int").write.format("delta").save(str(scratch / "warm"))
     Path(args.ready).touch()
-    while not Path(args.go).exists():
-        time.sleep(0.01)
-    claim = RunClaim(tables, args.run_id, "claim_worker", stale_hours=12)
-    try:
-        claim.claim()
-    except WarehouseClaimed as refused:
-        Path(args.out).write_text(f"refused {refused}\n")
-        spark.stop()
-        return 75
-    Path(args.out).write_text(f"won {args.run_id}\n")
-    time.sleep(args.hold)
-    claim.release()
+    status = 0
+    for round_, (go, out) in enumerate(zip(args.go, args.out, strict=True)):
+        while not Path(go).exists():
+            time.sleep(0.01)
+        # A run id per round: the claims table tells the rounds apart.
+        run_id = args.run_id if len(args.go) == 1 else f"{args.run_id}-round{round_}"
+        claim = RunClaim(tables, run_id, "claim_worker", stale_hours=12)
+        try:
+            claim.claim()
+        except WarehouseClaimed as refused:
+            Path(out).write_text(f"refused {refused}\n")
+            status = 75
+            continue
+        Path(out).write_text(f"won {run_id}\n")
+        time.sleep(args.hold)
+        claim.release()
+        with open(out, "a") as done:  # the next round may start: the warehouse is free
+            done.write("released\n")
+        status = 0
     spark.stop()
-    return 0
+    return status
 
 
 if __name__ == "__main__":
