@@ -5,7 +5,8 @@ The input is a real broker's capture (samples/): its `__consumer_offsets` record
 cut at random times (each partition in offset order, as the archive grows), and its broker and client log
 files grow the way log files do, either in step with the records (a line arrives in the run of its time)
 or all at once at the end (logs collected late, within the reopen horizon). The expected tables are those
-of one run over the complete input, in a database of their own.
+of one run over the complete input: the sample's cluster in the embedded default's night, which the test
+session builds once (tests/spark/sample_warehouse.py), its log files read where the sample keeps them.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from __future__ import annotations
 import random
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -31,11 +32,13 @@ from jobs.stages import STAGES
 from schemas import CONSUMER_GROUP_RECORDS, COORDINATOR_EVENTS, GROUP_METADATA, OFFSET_COMMITS, RAW_OFFSETS
 from schemas.gold import GOLD_TABLES
 from schemas.state import GROUP_STATE
+from tests.spark.sample_warehouse import SampleWarehouse
 from tests.spark.splits import comparable
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
+SAMPLE_CLUSTER = "kafka-4.3.1"
 STORMS = StormsConfig(min_rebalances=12, window_minutes=2, quiet_minutes=1, flapping_min_rejoins=3,
                       lockstep_seconds=5, lockstep_min_groups=3)
 GOLD_STAGES = tuple(s for s in STAGES if s.name != "report")
@@ -58,7 +61,7 @@ def _log_lines(sample: Path) -> dict[str, list[tuple[datetime | None, str]]]:
 
 
 def _config(sample: Path, logs_dir: Path, root: Path, name: str, mode: str) -> Config:
-    cluster = "sample"
+    cluster = SAMPLE_CLUSTER
     logs = (LogSource(cluster, "broker-1", (str(logs_dir / "broker" / "server.log"),), "UTC", 1),
             LogSource(cluster, "clients", (str(logs_dir / "clients" / "*.log"),)))
     sources = (SourcesConfig(mode="segments", segments=(SegmentSource(cluster, str(sample)),), logs=logs)
@@ -78,29 +81,48 @@ def _write_logs(logs_dir: Path, files: dict[str, list[tuple[datetime | None, str
                 fh.write(text[len(path.read_text(encoding="utf-8", errors="replace")) if path.exists() else 0:])
 
 
-@pytest.fixture(scope="module", params=["kafka-4.3.1"])
-def full(request: pytest.FixtureRequest, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
-         ) -> Iterator[tuple[Path, Path, Tables, dict[str, list[tuple[datetime | None, str]]]]]:
-    """One run over the whole sample: the expected tables, and the archive the split runs are cut from."""
-    sample = ROOT / "samples" / request.param
+@pytest.fixture(scope="module")
+def full(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, sample_warehouse: SampleWarehouse
+         ) -> tuple[Path, Path, Tables, dict[str, list[tuple[datetime | None, str]]]]:
+    """One run over the whole sample: the expected tables (the shared sample warehouse, of which SAMPLE_CLUSTER's
+    rows are compared: every table is per cluster), and the archive the split runs are cut from."""
+    sample = ROOT / "samples" / SAMPLE_CLUSTER
+    assert (sample_warehouse.config.storms, sample_warehouse.config.history) == (STORMS, _config(
+        sample, sample, sample, "x", "none").history)
+    shared_logs = {s.source: tuple(p.removeprefix(f"{ROOT}/") for p in s.paths)
+                   for s in sample_warehouse.config.sources.logs if s.cluster == SAMPLE_CLUSTER}
+    assert shared_logs == {"broker-1": (f"samples/{SAMPLE_CLUSTER}/broker/server.log*",),
+                           "clients": (f"samples/{SAMPLE_CLUSTER}/clients/*.log",)}
+    assert [p.name for p in (sample / "broker").iterdir()] == ["server.log"]  # what _log_lines reads
     root = tmp_path_factory.mktemp("incremental")
-    files = _log_lines(sample)
-    logs_dir = root / "logs"      # the split runs grow their files at the same paths (lines name their file)
-    _write_logs(logs_dir, files, None)
-    config = _config(sample, logs_dir, root, "cgh_full_" + request.param.replace(".", "_").replace("-", "_"),
-                     "segments")
-    run_nightly(spark, config, stages=GOLD_STAGES)
-    yield sample, root, Tables(spark, config.tables.database, config.tables.location), files
+    return sample, root, sample_warehouse.tables(spark), _log_lines(sample)
+
+
+def _source_file(source: Column) -> Column:
+    """A log line's source as the path under its sample (broker/server.log, clients/x.log): the split runs grow
+    the files in a directory of their own."""
+    under = F.regexp_extract(source, r"((broker|clients)/[^/]+)$", 1)
+    return F.when(under != "", under).otherwise(source)
 
 
 def _gold(tables: Tables) -> dict[str, DataFrame]:
-    return {spec.name: comparable(tables.read(spec)) for spec in GOLD_TABLES}
+    out = {}
+    for spec in GOLD_TABLES:
+        rows = tables.read(spec).where(F.col("cluster") == SAMPLE_CLUSTER)
+        for column in ("evidence", "coordinator_loads"):
+            if column in rows.columns:
+                rows = rows.withColumn(column, F.transform(
+                    column, lambda e: e.withField("source", _source_file(e["source"]))))
+        out[spec.name] = comparable(rows)
+    return out
 
 
 def _assert_same_gold(got: Tables, expected: Tables) -> None:
-    for name, want in _gold(expected).items():
-        have = _gold(got)[name]
-        assert_df_equality(have, want, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True), name
+    for spec in GOLD_TABLES:  # the split runs' warehouses hold the one cluster (compared below) and no other
+        assert {r[0] for r in got.read(spec).select("cluster").distinct().collect()} <= {SAMPLE_CLUSTER}, spec.name
+    wanted, have = _gold(expected), _gold(got)
+    for name, want in wanted.items():
+        assert_df_equality(have[name], want, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True), name
 
 
 def _run_in_pieces(spark: SparkSession, full: tuple[Path, Path, Tables, dict], k: int, seed: int,
@@ -119,7 +141,8 @@ def _run_in_pieces(spark: SparkSession, full: tuple[Path, Path, Tables, dict], k
     (logs_dir / "clients").mkdir(parents=True)
     config = _config(sample, logs_dir, root, name, "none")
     tables = Tables(spark, name, config.tables.location)
-    archive = expected.read(RAW_OFFSETS).withColumn("_ts", F.col("timestamp")).persist()
+    archive = (expected.read(RAW_OFFSETS).where(F.col("cluster") == SAMPLE_CLUSTER)
+               .withColumn("_ts", F.col("timestamp")).persist())
     times = sorted(r[0] for r in archive.select("timestamp").distinct().collect() if r[0] is not None)
     cuts = sorted(rng.sample(times[:-1], k - 1)) if k > 1 else []
     previous: datetime | None = None
@@ -238,18 +261,19 @@ def test_a_night_with_nothing_new_writes_no_gold_table(
 
 
 def test_a_group_state_of_another_layout_is_replaced_and_the_gold_tables_rebuilt(
-        spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> None:
+        spark: SparkSession, many_runs: Tables, full: tuple[Path, Path, Tables, dict]) -> None:
     """A warehouse whose group_state was written by an earlier version of the project (here: the `offsets`
     column as the opaque bytes it was before it became a typed struct): the next run replaces the table and
-    rebuilds the gold tables from the archive, which come out as before."""
+    rebuilds the gold tables from the archive, which come out as before. (A copy of the many-runs warehouse,
+    whose tables every test of the module finds equal to one run's.)"""
     sample, root, expected, _ = full
     name = "cgh_old_state_layout"
-    shutil.copytree(expected.location, root / name)
+    shutil.copytree(many_runs.location, root / name)
     config = _config(sample, root / "logs", root, name, "none")
     tables = Tables(spark, name, config.tables.location)
     old = T.StructType([T.StructField(f.name, T.BinaryType() if f.name == "offsets" else f.dataType, f.nullable)
                         for f in GROUP_STATE.schema.fields])
-    states = spark.createDataFrame(expected.read(GROUP_STATE).withColumn("offsets", F.lit(None).cast("binary"))
+    states = spark.createDataFrame(many_runs.read(GROUP_STATE).withColumn("offsets", F.lit(None).cast("binary"))
                                    .select(*old.fieldNames()).collect(), old)
     # A table of its own history (an overwrite would be a write after the committed run, rolled back).
     shutil.rmtree(tables.path(GROUP_STATE))
