@@ -3,10 +3,10 @@ one run over the whole input does (the gold stages are folds over carried state,
 
 The input is a real broker's capture (samples/): its `__consumer_offsets` records are archived in k slices
 cut at random times (each partition in offset order, as the archive grows), and its broker and client log
-files grow the way log files do, either in step with the records (a line arrives in the run of its time)
-or all at once at the end (logs collected late, within the reopen horizon). The expected tables are those
-of one run over the complete input: the sample's cluster in the embedded default's night, which the test
-session builds once (tests/spark/sample_warehouse.py), its log files read where the sample keeps them.
+files grow the way log files do: here all at once at the end (logs collected late, within the reopen
+horizon). The expected tables are those of one run over the complete input: the sample's cluster in the
+embedded default's night, which the test session builds once (tests/spark/sample_warehouse.py), its log
+files read where the sample keeps them.
 """
 
 from __future__ import annotations
@@ -202,34 +202,30 @@ def _without_members(tables: Tables) -> None:
 
 @pytest.fixture(scope="module")
 def many_runs(spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> Tables:
-    """The sample in K_RUNS pieces, lines in step, one warehouse through what a real one meets over nights:
-    an upgrade from a layout without group_metadata.members (before run OLD_METADATA_RUN) and a run that
-    dies after the gold stages (run CRASH_RUN). The warehouse the rebuild and nothing-new tests go on from."""
-    return _run_in_pieces(spark, full, K_RUNS, 3, logs_late=False, crash=(CRASH_RUN, "storms"),
+    """The sample in K_RUNS pieces, one warehouse through what a real one meets over nights: log files
+    collected late (every line arrives with the last piece, within the reopen horizon), an upgrade from a
+    layout without group_metadata.members (before run OLD_METADATA_RUN) and a run that dies after the gold
+    stages (run CRASH_RUN). The warehouse the rebuild and nothing-new tests go on from. (Lines arriving in
+    the run of their time, or in any later one: tests/spark/test_gold_splits.py feeds each line to a random
+    run of its split.)"""
+    return _run_in_pieces(spark, full, K_RUNS, 3, logs_late=True, crash=(CRASH_RUN, "storms"),
                           before_run=(OLD_METADATA_RUN, _without_members))
 
 
-def test_k_runs_through_an_upgrade_and_a_dead_run_leave_the_gold_tables_of_one_run(
+def test_k_runs_with_late_logs_through_an_upgrade_and_a_dead_run_leave_the_gold_tables_of_one_run(
         many_runs: Tables, full: tuple[Path, Path, Tables, dict]) -> None:
-    """Run CRASH_RUN dies after the storms stage (gold rows and group_state written, the run not committed):
-    the next run rolls those writes back and does the night again (its change feed ranges must not read the
-    dead run's rows and the RESTORE that undid them). Before run OLD_METADATA_RUN, group_metadata lost its
-    `members` column: that run adds the column, fills it from the archive once, and goes on. The tables end
-    up as one run's."""
+    """The first runs write generations from the records alone; the last brings every log line, which
+    amends them. Run CRASH_RUN dies after the storms stage (gold rows and group_state written, the run not
+    committed): the next run rolls those writes back and does the night again (its change feed ranges must
+    not read the dead run's rows and the RESTORE that undid them). Before run OLD_METADATA_RUN,
+    group_metadata lost its `members` column: that run adds the column, fills it from the archive once, and
+    goes on. The tables end up as one run's."""
     _assert_same_gold(many_runs, full[2])
+    assert many_runs.read(GROUP_STATE).where(F.col("generations").isNotNull()).count() > 0
     stored = many_runs.read(GROUP_METADATA).where(~F.col("is_tombstone"))
     assert stored.count() > 0 and stored.where(F.col("members").isNull()).count() == 0
     assert (stored.select(F.sort_array(F.transform("members", lambda m: m["member_id"])).alias("ids"), "member_ids")
             .where(F.col("ids") != F.col("member_ids")).count() == 0)
-
-
-def test_logs_collected_after_the_records_amend_the_written_generations(
-        spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> None:
-    """Two runs, the log files arriving only with the second (collected late, within the reopen horizon):
-    the first run's generations are amended by the lines. (Two runs with lines in step: the chain above.)"""
-    got = _run_in_pieces(spark, full, 2, 7, logs_late=True)
-    _assert_same_gold(got, full[2])
-    assert got.read(GROUP_STATE).where(F.col("generations").isNotNull()).count() > 0
 
 
 def test_a_rebuild_equals_the_incremental_result(
