@@ -24,7 +24,16 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs.common.config import Config, LogSource, ReportConfig, SegmentSource, SourcesConfig, StormsConfig, TablesConfig
+from jobs.common.config import (
+    Config,
+    HistoryConfig,
+    LogSource,
+    ReportConfig,
+    SegmentSource,
+    SourcesConfig,
+    StormsConfig,
+    TablesConfig,
+)
 from jobs.common.delta_io import Tables
 from jobs.nightly import StoppedAfterStage, run_nightly
 from jobs.offset_events.stage import OffsetEventsResult, run_offset_events
@@ -87,8 +96,8 @@ def full(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, sample_w
     """One run over the whole sample: the expected tables (the shared sample warehouse, of which SAMPLE_CLUSTER's
     rows are compared: every table is per cluster), and the archive the split runs are cut from."""
     sample = ROOT / "samples" / SAMPLE_CLUSTER
-    assert (sample_warehouse.config.storms, sample_warehouse.config.history) == (STORMS, _config(
-        sample, sample, sample, "x", "none").history)
+    # the same thresholds as the split runs (whose Config leaves the history settings at their defaults)
+    assert (sample_warehouse.config.storms, sample_warehouse.config.history) == (STORMS, HistoryConfig())
     shared_logs = {s.source: tuple(p.removeprefix(f"{ROOT}/") for p in s.paths)
                    for s in sample_warehouse.config.sources.logs if s.cluster == SAMPLE_CLUSTER}
     assert shared_logs == {"broker-1": (f"samples/{SAMPLE_CLUSTER}/broker/server.log*",),
