@@ -8,8 +8,9 @@ same fold from an empty table.
 
 The Python folds keep their state as a versioned, compressed serialization of coordinator_core values
 (`coordinator_core.history.state`): opaque to SQL, but small (a group's open tail, not its history). The
-offset-event fold (`jobs.offset_events`) is computed with Spark SQL, so its state is typed (`OFFSETS_STATE`):
-the column-wise pass unions the exploded arrays with the night's rows.
+offset-event fold (`coordinator_core.history.offset_fold`) keeps a typed state (`OFFSETS_STATE`, a dict of
+its fields on the Python side), so SQL can look into it and the stage can join its tails and tombstones
+with the night's rows (decided transactions, sweep lines near them).
 """
 
 from __future__ import annotations

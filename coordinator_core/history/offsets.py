@@ -65,6 +65,38 @@ from coordinator_core.logs import events as ev
 TOMBSTONE_MATCH = timedelta(seconds=1)
 LOG_MATCH = timedelta(seconds=5)
 
+# The rows' explanations (the incremental fold, `offset_fold`, gives the same words).
+#: The group's own tombstone written by an offset-expiry sweep (Kafka removes an empty group whose offsets
+#: have all expired in the same sweep).
+EXPLAIN_GROUP_SWEPT = ("the group's own tombstone: the offset-expiry sweep removed the group, empty and with all "
+                       "its offsets expired")
+EXPLAIN_GROUP_DELETED = "the group's own tombstone: the group was deleted"
+EXPLAIN_WITH_GROUP = "deleted with the group (the group's tombstone is written with it)"
+EXPLAIN_EXPIRE_TIMESTAMP = "expired: the commit's expire timestamp had passed"
+EXPLAIN_SWEEP = "expired: an offset-expiry sweep logged at the same time"
+EXPLAIN_NO_DELETION = ("tombstone with no deletion seen: retention expiry is the usual source (a topic deletion "
+                       "looks the same without its log line)")
+
+
+def explain_deleted(event_type: str) -> str:
+    return f"deleted: {event_type} names the group"
+
+
+def explain_non_member(generation: int | None, delta: int | None) -> str:
+    return (f"committed while generation {generation} had no members: only a client outside the group (admin "
+            "reset, assign()-based consumer) can commit then"
+            + ("; it moved the offset backwards" if delta is not None and delta < 0 else ""))
+
+
+def explain_rewind(delta: int, generation: int | None, members: int | None, has_generations: bool) -> str:
+    return (f"committed offset went back by {-delta}"
+            + (f" in generation {generation} with {members} member(s)" if has_generations else ""))
+
+
+def explain_stall(count: int, offset: int, duration_ms: int, generation: int | None, members: int | None) -> str:
+    return (f"{count} commits of offset {offset} over {duration_ms} ms in generation {generation} while the "
+            f"group had {members} member(s)")
+
 
 @dataclass
 class _Run:
@@ -86,7 +118,8 @@ def _evidence(event: CoordinatorEvent) -> Evidence:
                     line_number=event.line_number, message=event.message)
 
 
-def _row(group_id: str, kind: str, **fields: Any) -> OffsetEventRow:
+def offset_row(group_id: str, kind: str, **fields: Any) -> OffsetEventRow:
+    """An offset_events row: the given fields, None elsewhere (inferred unless said otherwise)."""
     values: dict[str, Any] = dict(
         group_id=group_id, kind=kind, topic=None, partition=None, at=None, ended_at=None, record_offset=None,
         offset=None, previous_offset=None, delta=None, commit_count=None, duration_ms=None, generation=None,
@@ -131,12 +164,11 @@ def offset_history(  # noqa: C901, PLR0912, PLR0915 - grandfathered: one pass, o
         duration = millis_between(run.first_at, run.last_at)
         if duration is None or duration < stall_min_ms:
             return
-        rows.append(_row(gid, STALLED, topic=tp[0], partition=tp[1], at=run.first_at, ended_at=run.last_at,
-                         record_offset=run.first_record_offset, offset=run.offset, commit_count=run.count,
-                         duration_ms=duration, generation=run.generation, group_members=run.members,
-                         metadata=run.metadata, inferred=False, explanation=(
-                             f"{run.count} commits of offset {run.offset} over {duration} ms in generation "
-                             f"{run.generation} while the group had {run.members} member(s)")))
+        rows.append(offset_row(
+            gid, STALLED, topic=tp[0], partition=tp[1], at=run.first_at, ended_at=run.last_at,
+            record_offset=run.first_record_offset, offset=run.offset, commit_count=run.count, duration_ms=duration,
+            generation=run.generation, group_members=run.members, metadata=run.metadata, inferred=False,
+            explanation=explain_stall(run.count, run.offset, duration, run.generation, run.members)))
 
     def close_all() -> None:
         for tp in list(runs):
@@ -185,21 +217,16 @@ def offset_history(  # noqa: C901, PLR0912, PLR0915 - grandfathered: one pass, o
         delta = offset - previous_offset if previous_offset is not None else None
         if has_generations and members == 0:
             close(tp)
-            rows.append(_row(gid, NON_MEMBER_COMMIT, topic=tp[0], partition=tp[1], at=at,
+            rows.append(offset_row(gid, NON_MEMBER_COMMIT, topic=tp[0], partition=tp[1], at=at,
                              record_offset=record.offset, offset=offset, previous_offset=previous_offset,
                              delta=delta, generation=generation, group_members=0, metadata=rec.value.metadata,
-                             explanation=(
-                                 f"committed while generation {generation} had no members: only a client "
-                                 "outside the group (admin reset, assign()-based consumer) can commit then"
-                                 + ("; it moved the offset backwards" if delta is not None and delta < 0 else ""))))
+                             explanation=explain_non_member(generation, delta)))
         elif delta is not None and delta < 0:
             close(tp)
-            rows.append(_row(gid, REWIND, topic=tp[0], partition=tp[1], at=at, record_offset=record.offset,
+            rows.append(offset_row(gid, REWIND, topic=tp[0], partition=tp[1], at=at, record_offset=record.offset,
                              offset=offset, previous_offset=previous_offset, delta=delta, generation=generation,
                              group_members=members, metadata=rec.value.metadata, inferred=False,
-                             explanation=f"committed offset went back by {-delta}"
-                             + (f" in generation {generation} with {members} member(s)" if has_generations
-                                else "")))
+                             explanation=explain_rewind(delta, generation, members, has_generations)))
         run = runs.get(tp)
         if run is not None and (run.offset != offset or run.generation != generation):
             close(tp)
@@ -273,16 +300,12 @@ def _group_tombstone_row(gid: str, record: GroupRecord, at: datetime | None, gen
     expiring = [e for e in near if _is_sweep(e, gid)]
     common = dict(at=at, record_offset=record.offset, generation=generation, inferred=False)
     if not deleting and expiring:
-        return _row(gid, GROUP_DELETED, explanation=EXPLAIN_GROUP_SWEPT,
-                    evidence=tuple(_evidence(e) for e in expiring), **common)
-    return _row(gid, GROUP_DELETED, explanation="the group's own tombstone: the group was deleted",
-                evidence=tuple(_evidence(e) for e in deleting), **common)
+        return offset_row(gid, GROUP_DELETED, explanation=EXPLAIN_GROUP_SWEPT,
+                          evidence=tuple(_evidence(e) for e in expiring), **common)
+    return offset_row(gid, GROUP_DELETED, explanation=EXPLAIN_GROUP_DELETED,
+                      evidence=tuple(_evidence(e) for e in deleting), **common)
 
 
-#: The group's own tombstone written by an offset-expiry sweep (Kafka removes an empty group whose offsets
-#: have all expired in the same sweep).
-EXPLAIN_GROUP_SWEPT = ("the group's own tombstone: the offset-expiry sweep removed the group, empty and with all "
-                       "its offsets expired")
 
 
 def _tombstone_row(gid: str, record: GroupRecord, at: datetime | None, tp: tuple[str, int],
@@ -294,22 +317,17 @@ def _tombstone_row(gid: str, record: GroupRecord, at: datetime | None, tp: tuple
     common = dict(topic=tp[0], partition=tp[1], at=at, record_offset=record.offset,
                   previous_offset=previous[0] if previous else None, generation=generation, group_members=members)
     if deleting:
-        return _row(gid, DELETED, inferred=False, evidence=tuple(_evidence(e) for e in deleting),
-                    explanation=f"deleted: {deleting[0].event_type} names the group", **common)
+        return offset_row(gid, DELETED, inferred=False, evidence=tuple(_evidence(e) for e in deleting),
+                          explanation=explain_deleted(deleting[0].event_type), **common)
     expire_timestamp = previous[1] if previous else -1
     timed_out = (expire_timestamp is not None and expire_timestamp > 0 and record.timestamp is not None
                  and record.timestamp >= expire_timestamp)
     if expiring:
         # Before the group's tombstone: the sweep writes the group's tombstone with its last offsets'.
-        return _row(gid, EXPIRED, inferred=False, evidence=tuple(_evidence(e) for e in expiring),
-                    explanation=("expired: the commit's expire timestamp had passed" if timed_out
-                                 else "expired: an offset-expiry sweep logged at the same time"), **common)
+        return offset_row(gid, EXPIRED, inferred=False, evidence=tuple(_evidence(e) for e in expiring),
+                          explanation=EXPLAIN_EXPIRE_TIMESTAMP if timed_out else EXPLAIN_SWEEP, **common)
     if at is not None and any(abs(t - at) <= TOMBSTONE_MATCH for t in group_tombstones):
-        return _row(gid, DELETED, explanation="deleted with the group (the group's tombstone is written with it)",
-                    **common)
+        return offset_row(gid, DELETED, explanation=EXPLAIN_WITH_GROUP, **common)
     if timed_out:
-        return _row(gid, EXPIRED, inferred=False, explanation="expired: the commit's expire timestamp had passed",
-                    **common)
-    return _row(gid, EXPIRED, explanation=(
-        "tombstone with no deletion seen: retention expiry is the usual source (a topic deletion looks the same "
-        "without its log line)"), **common)
+        return offset_row(gid, EXPIRED, inferred=False, explanation=EXPLAIN_EXPIRE_TIMESTAMP, **common)
+    return offset_row(gid, EXPIRED, explanation=EXPLAIN_NO_DELETION, **common)

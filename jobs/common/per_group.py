@@ -2,7 +2,7 @@
 groups bucketed by hash, one pandas call per bucket.
 
 The gold stages that fold each group in Python (the generation history, storms, assignment replay and
-what-if) share it; the offset events are computed column-wise and use only the group key.
+what-if) share it; the offset events use its buckets with a cogrouped Arrow call (jobs/offset_events/fold.py).
 """
 
 from __future__ import annotations

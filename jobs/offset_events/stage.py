@@ -1,11 +1,11 @@
-"""The offset_events stage: the fold over a run's new rows and the touched groups' carried state, computed
-with its intermediates kept (`fold_offset_events`), then written (`write_offset_events`): offset_events
-rows upserted or withdrawn, and group_state.offsets."""
+"""The offset_events stage: the run's new rows and the touched groups' carried state brought together per
+bucket of groups, folded on the executors (`fold.fold_fn`, coordinator_core's `continue_offsets` per
+group) and kept (`fold_offset_events`), then written (`write_offset_events`): offset_events rows upserted
+or withdrawn, and group_state.offsets."""
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -16,33 +16,17 @@ from pyspark.sql import types as T
 
 from jobs.common.delta_io import Tables
 from jobs.common.group_state import StateWrites, clear_state, merge_state
-from jobs.common.per_group import GROUP_KEY
+from jobs.common.per_group import BUCKET, DEFAULT_BUCKETS, GROUP_KEY, _with_bucket
 from jobs.common.progress import log
-from jobs.offset_events.inputs import _empty, read_run_inputs, sweeps_near
-from jobs.offset_events.kinds import GROUP_LEVEL, LOG_MATCH_MS
-from jobs.offset_events.rows import (
-    _event_row,
-    _tombstone_inputs,
-    classify_tombstones,
-    commit_rows,
-    stall_rows,
-    tombstone_rows,
-)
-from jobs.offset_events.sequence import (
-    _checkpoints,
-    _context_records,
-    _conversions,
-    _partition_sequences,
-    _runs,
-    _with_context,
-)
-from jobs.offset_events.state import _held_records, _new_state
+from jobs.offset_events.fold import DECIDED, FOLD_INPUT, FOLD_LINES, FOLD_OUTPUT, RECORD, ROW, STATE, fold_fn
+from jobs.offset_events.inputs import RunInputs, _empty, read_run_inputs, sweeps_near
+from jobs.offset_events.kinds import CLASSIC_TOMBSTONE, CONSUMER_TOMBSTONE, LOG_MATCH_MS, OFFSET_TOMBSTONE
 from schemas import CONSUMER_GROUP_RECORDS, GROUP_METADATA, OFFSET_COMMITS
 from schemas.gold import OFFSET_EVENTS
 from schemas.logs import COORDINATOR_EVENTS
-from schemas.state import GROUP_STATE
+from schemas.state import GROUP_STATE, OFFSETS_EVENT, OFFSETS_RECORD
 
-#: CGH_TRACE_OFFSET_EVENTS=1 logs each step's rows and seconds.
+#: CGH_TRACE_OFFSET_EVENTS=1 logs the clusters a run folds.
 _TRACE = os.environ.get("CGH_TRACE_OFFSET_EVENTS") == "1"
 
 
@@ -59,15 +43,6 @@ class OffsetEventsResult:
     new_events: int
     state_rows: int
     tail_records: int
-
-
-def _without(rows: DataFrame, others: DataFrame, columns: list[str]) -> DataFrame:
-    """`rows` whose `columns` match no row of `others`, nulls matching nulls (a group row has no topic)."""
-    condition = None
-    for c in columns:
-        term = rows[c].eqNullSafe(others[c])
-        condition = term if condition is None else condition & term
-    return rows.join(others, on=condition, how="left_anti")
 
 
 def _kept(frame: DataFrame) -> tuple[DataFrame, Callable[[], None]]:
@@ -96,30 +71,6 @@ def _kept(frame: DataFrame) -> tuple[DataFrame, Callable[[], None]]:
     spark = frame.sparkSession
     over_cached_rows = DataFrame(spark._jsparkSession.createDataFrame(cached._jdf.rdd(), cached._jdf.schema()), spark)
     return over_cached_rows, cached.unpersist
-
-
-class _Keeper:
-    """The intermediates one fold keeps (see `_kept`): later steps read their rows instead of recomputing
-    them. Counts the ones asked for (`sizes`), and lets them all go at once (`release`)."""
-
-    def __init__(self) -> None:
-        self.sizes: dict[str, int] = {}
-        self._releases: list[Callable[[], None]] = []
-
-    def __call__(self, frame: DataFrame, name: str, count: bool = False) -> DataFrame:
-        t0 = time.monotonic()
-        kept, let_go = _kept(frame)
-        self._releases.append(let_go)
-        if count or _TRACE:
-            self.sizes[name] = kept.count()
-        if _TRACE:
-            log(f"  offset_events {name}: {self.sizes[name]} rows, {time.monotonic() - t0:.2f}s")
-        return kept
-
-    def release(self) -> None:
-        for let_go in self._releases:
-            let_go()
-        self._releases.clear()
 
 
 def run_offset_events(
@@ -179,106 +130,102 @@ def write_offset_events(tables: Tables, changes: OffsetEventChanges, run_id: str
         merge_state(tables, changes.state, ["offsets"], run_id, pending)
 
 
-def _nothing(tables: Tables, keep: _Keeper) -> OffsetEventChanges:
+def _nothing(tables: Tables) -> OffsetEventChanges:
     """The fold of a run with nothing new: no rows, no state."""
     no_rows = T.StructType([*OFFSET_EVENTS.schema.fields, T.StructField("_deleted", T.BooleanType())])
     no_state = _empty(tables, GROUP_STATE.schema).select(*GROUP_KEY, "offsets")
-    return OffsetEventChanges(_empty(tables, no_rows), no_state, OffsetEventsResult(0, 0, 0, 0, 0, 0, 0),
-                              keep.release)
+    return OffsetEventChanges(_empty(tables, no_rows), no_state, OffsetEventsResult(0, 0, 0, 0, 0, 0, 0))
 
 
-@dataclass(frozen=True)
-class _New:
-    """The run's new rows, kept (see `read_run_inputs`)."""
-
-    records: DataFrame
-    events: DataFrame
-    sweeps: DataFrame
-    updates: DataFrame
-
-
-def _held_state(tables: Tables, since: Mapping[str, int] | None, new: _New, keep: _Keeper) -> DataFrame:
+def _held_state(tables: Tables, since: Mapping[str, int] | None, inputs: RunInputs,
+                clusters: list[str]) -> tuple[DataFrame, Callable[[], None]]:
     """The carried state of the groups touched: new records or log lines, a decided transaction in a carried
     tail, or a new sweep line near a settled tombstone. group_state holds a row per group of the fleet: only
-    the clusters with news are read."""
-    clusters = [r["cluster"] for r in new.records.select("cluster").unionByName(new.events.select("cluster"))
-                .unionByName(new.sweeps.select("cluster")).unionByName(new.updates.select("cluster")).distinct()
-                .collect()]
-    if _TRACE:
-        log(f"  offset_events: state read for clusters {sorted(clusters)}")
+    the clusters with news are read (once: kept while the touched groups are found). Kept, with how to let
+    it go: the fold's input reads it three times (the state rows, the tails, the tombstones' times)."""
     if since is None:   # a rebuild: every group starts from an empty state
-        state = _empty(tables, GROUP_STATE.schema).select(*GROUP_KEY, "offsets")
-    else:
-        state = keep(tables.read(GROUP_STATE, version=tables.version(GROUP_STATE))
-                     .where(F.col("cluster").isin(*clusters) & F.col("offsets").isNotNull())
-                     .select(*GROUP_KEY, "offsets"), "state")
+        return _empty(tables, GROUP_STATE.schema).select(*GROUP_KEY, "offsets"), lambda: None
+    state, release = _kept(tables.read(GROUP_STATE, version=tables.version(GROUP_STATE))
+                           .where(F.col("cluster").isin(*clusters) & F.col("offsets").isNotNull())
+                           .select(*GROUP_KEY, "offsets"))
     decided_tails = (state.where(F.size("offsets.tail") > 0)
                      .select(*GROUP_KEY, F.explode("offsets.tail").alias("r"))
                      .select(*GROUP_KEY, "r.record_partition", "r.record_offset")
-                     .join(new.updates.drop("transaction_outcome"),
+                     .join(inputs.outcome_updates.drop("transaction_outcome"),
                            on=["cluster", "record_partition", "record_offset"], how="left_semi")
                      .select(*GROUP_KEY))
     # A new group-less sweep line is late evidence for the settled tombstones of its cluster near it.
-    swept = (state.select(*GROUP_KEY, F.explode("offsets.tombstones.timestamp_ms").alias("timestamp_ms"))
-             .join(new.sweeps.select("cluster", "at"), on="cluster", how="inner")
-             .where(F.abs(F.unix_micros("at") - F.col("timestamp_ms") * 1000) <= LOG_MATCH_MS * 1000)
-             .select(*GROUP_KEY))
-    touched = (new.records.select(*GROUP_KEY).unionByName(new.events.select(*GROUP_KEY))
+    swept = _near_lines(state.select(*GROUP_KEY, F.explode("offsets.tombstones.timestamp_ms").alias("timestamp_ms")),
+                        inputs.sweeps).select(*GROUP_KEY)
+    touched = (inputs.records.select(*GROUP_KEY).unionByName(inputs.events.select(*GROUP_KEY))
                .unionByName(decided_tails).unionByName(swept).distinct())
-    return keep(state.join(touched, on=GROUP_KEY, how="left_semi"), "held", count=True)
+    held, release_held = _kept(state.join(touched, on=GROUP_KEY, how="left_semi"))
+    release()
+    return held, release_held
 
 
-def _with_tails(new: _New, held: DataFrame) -> DataFrame:
-    """The night's records and the carried tails, each tail commit with its transaction's outcome if it
-    was decided since."""
-    tail = (_held_records(held)
-            .join(new.updates.withColumnRenamed("transaction_outcome", "_decided"),
-                  on=["cluster", "record_partition", "record_offset"], how="left")
-            .withColumn("transaction_outcome", F.coalesce("_decided", "transaction_outcome")).drop("_decided"))
-    return new.records.unionByName(tail.select(*new.records.columns))
+def _near_lines(times: DataFrame, lines: DataFrame) -> DataFrame:
+    """(cluster, group_id, the line's columns) for each line of `lines` (cluster-wide) within 5 s of one of
+    the group's `times` (cluster, group_id, timestamp_ms): an equi-join on 10 s windows (a line matches the
+    windows either side of its own), then the exact distance, so a night with many tombstones and sweep
+    lines compares only the neighbours."""
+    window_ms = 2 * LOG_MATCH_MS
+    timed = (times.where(F.col("timestamp_ms").isNotNull())
+             .withColumn("_w", F.floor(F.col("timestamp_ms") / window_ms)))
+    windows = F.explode(F.array(*[F.floor(F.unix_millis("at") / window_ms) + d for d in (-1, 0, 1)]))
+    spread = lines.withColumn("_w", windows)
+    return (timed.join(spread, on=["cluster", "_w"], how="inner")
+            .where(F.abs(F.unix_micros("at") - F.col("timestamp_ms") * 1000) <= LOG_MATCH_MS * 1000)
+            .drop("_w", "timestamp_ms").dropDuplicates([*GROUP_KEY, "file_id", "line_number"]))
 
 
-def _classified(tables: Tables, version: int, held: DataFrame, new_events: DataFrame, context: DataFrame,
-                sequence: DataFrame, keep: _Keeper) -> tuple[DataFrame, DataFrame]:
-    """The log lines in play (carried and new), and the tombstones classified: the night's, and the settled
-    ones still open to late evidence (`_settled`, with their former `_was_*` classification)."""
-    events = (held.select(*GROUP_KEY, F.explode("offsets.events").alias("e")).select(*GROUP_KEY, "e.*")
-              .unionByName(new_events).dropDuplicates(["cluster", "group_id", "file_id", "line_number"]))
-    deletions = context.where(~F.col("has_generations")).select(*GROUP_KEY, "timestamp_ms")
-    group_tombstones = (held.select(*GROUP_KEY, F.explode("offsets.group_tombstones_ms").alias("timestamp_ms"))
-                        .unionByName(deletions).where(F.col("timestamp_ms").isNotNull()))
-    settled = (held.select(*GROUP_KEY, F.explode("offsets.tombstones").alias("s")).select(*GROUP_KEY, "s.*")
-               .withColumnRenamed("kind", "_was_kind").withColumnRenamed("explanation", "_was_explanation")
-               .withColumnRenamed("evidence_count", "_was_evidence").withColumn("_settled", F.lit(True)))
-    tombstones = _tombstone_inputs(sequence, context).withColumn("_settled", F.lit(False)).unionByName(
-        settled, allowMissingColumns=True)
-    tombstones = keep(tombstones, "tombstones")
-    sweeps = keep(sweeps_near(tables, version, tombstones), "sweeps")
-    return events, keep(classify_tombstones(tombstones, events, group_tombstones, sweeps), "classified")
+def _fold_inputs(tables: Tables, version: int, inputs: RunInputs, held: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The fold's two cogrouped inputs (`fold.FOLD_INPUT`, `fold.FOLD_LINES`), bucketed by group."""
+    tail = held.select(*GROUP_KEY, F.explode("offsets.tail").alias("r")).select(*GROUP_KEY, "r.*")
+    decided = (tail.select(*GROUP_KEY, "record_partition", "record_offset")
+               .join(inputs.outcome_updates, on=["cluster", "record_partition", "record_offset"], how="inner"))
+    record_columns = [F.col(f.name) for f in OFFSETS_RECORD.fields]
+    parts = [
+        held.select(*GROUP_KEY, F.lit(STATE).alias("_part"), "offsets"),
+        inputs.records.select(*GROUP_KEY, F.lit(RECORD).alias("_part"), *record_columns),
+        decided.select(*GROUP_KEY, F.lit(DECIDED).alias("_part"), "record_partition", "record_offset",
+                       "transaction_outcome"),
+    ]
+    rows = parts[0]
+    for part in parts[1:]:
+        rows = rows.unionByName(part, allowMissingColumns=True)
+    rows = _with_bucket(rows, DEFAULT_BUCKETS).select(*[F.col(f.name).cast(f.dataType) for f in FOLD_INPUT.fields])
+    # The sweep lines near the group's tombstones (new, carried in its tail, or settled and still open),
+    # whichever run archived them: read from the table by cluster and time span.
+    tombstone_kinds = (OFFSET_TOMBSTONE, CLASSIC_TOMBSTONE, CONSUMER_TOMBSTONE)
+    times = (inputs.records.unionByName(tail.select(*inputs.records.columns))
+             .where(F.col("kind").isin(*tombstone_kinds)).select(*GROUP_KEY, "timestamp_ms")
+             .unionByName(held.select(*GROUP_KEY, F.explode("offsets.tombstones.timestamp_ms").alias("timestamp_ms"))))
+    sweeps = _near_lines(times, sweeps_near(tables, version, times))
+    event_columns = [F.col(f.name) for f in OFFSETS_EVENT.fields]
+    lines = (inputs.events.select(*GROUP_KEY, F.lit(False).alias("_sweep"), *event_columns)
+             .unionByName(sweeps.select(*GROUP_KEY, F.lit(True).alias("_sweep"), *event_columns)))
+    lines = _with_bucket(lines, DEFAULT_BUCKETS).select(*[F.col(f.name).cast(f.dataType) for f in FOLD_LINES.fields])
+    return rows, lines
 
 
-def _row_changes(held: DataFrame, sequence: DataFrame, runs: DataFrame, classified: DataFrame,
-                 stall_min_commits: int, stall_min_ms: int, keep: _Keeper) -> tuple[DataFrame, DataFrame]:
-    """The rows written (new or replaced: `emitted`) and, with them, those withdrawn (provisional rows the
-    run no longer gives; a settled tombstone's row under its former kind): (changes, emitted)."""
-    changed_settled = classified.where(F.col("_settled") & ~(
-        (F.col("_kind") == F.col("_was_kind")) & (F.col("_explanation") == F.col("_was_explanation"))
-        & (F.size("_evidence") == F.col("_was_evidence"))))
-    emitted = keep(commit_rows(sequence)
-                   .unionByName(stall_rows(runs, stall_min_commits, stall_min_ms))
-                   .unionByName(tombstone_rows(classified.where(~F.col("_settled"))))
-                   .unionByName(tombstone_rows(changed_settled))
-                   .withColumn("_deleted", F.lit(False)), "emitted")
-    grain = list(OFFSET_EVENTS.grain)
-    provisional = (held.select(*GROUP_KEY, F.explode("offsets.provisional").alias("k"))
-                   .select(*GROUP_KEY, "k.kind", "k.topic", "k.partition", "k.record_offset"))
-    reclassified = changed_settled.where(F.col("_kind") != F.col("_was_kind")).select(
-        *GROUP_KEY, F.col("_was_kind").alias("kind"), "topic", "partition", "record_offset")
-    withdrawn = _without(provisional.unionByName(reclassified).distinct(), emitted.select(*grain), grain)
-    changes = keep(emitted.unionByName(
-        withdrawn.select(*_event_row(**{c: F.col(c) for c in grain})).withColumn("_deleted", F.lit(True))),
-        "changes")
-    return changes, emitted
+def _kept_inputs(inputs: RunInputs) -> tuple[RunInputs, Callable[[], None]]:
+    """The run's new rows computed once and kept (one job): the stage reads them several times (clusters
+    with news, touched groups, the fold's input, the tombstones' times), and each read is a change-feed
+    scan (the new records a self-join of offset_commits' feed)."""
+    parts = {"records": inputs.records, "updates": inputs.outcome_updates, "events": inputs.events,
+             "sweeps": inputs.sweeps}
+    marked = None
+    for name, frame in parts.items():
+        named = frame.withColumn("_input", F.lit(name))
+        marked = named if marked is None else marked.unionByName(named, allowMissingColumns=True)
+    assert marked is not None
+    kept, release = _kept(marked)
+
+    def part(name: str) -> DataFrame:
+        return kept.where(F.col("_input") == name).select(*parts[name].columns)
+
+    return RunInputs(part("records"), part("updates"), part("events"), part("sweeps")), release
 
 
 def fold_offset_events(
@@ -294,41 +241,41 @@ def fold_offset_events(
     horizon_ms = int(reopen_hours * 3_600_000)
     inputs_read = (OFFSET_COMMITS, GROUP_METADATA, CONSUMER_GROUP_RECORDS, COORDINATOR_EVENTS)
     versions = {spec.name: tables.version(spec) for spec in inputs_read}
-    keep = _Keeper()
     # No row of the inputs changed (their commit files say so): nothing to read.
     if since is not None and not any(tables.data_changed_since(spec, int(since.get(spec.name, 0)))
                                      for spec in inputs_read):
-        return _nothing(tables, keep)
-    inputs = read_run_inputs(tables, since, versions)
-    new = _New(keep(inputs.records, "new_records", count=True), keep(inputs.events, "new_events", count=True),
-               keep(inputs.sweeps, "new_sweeps", count=True),
-               keep(inputs.outcome_updates, "outcome_updates", count=True))
-    sizes = keep.sizes
-    if not (sizes["new_records"] or sizes["new_events"] or sizes["new_sweeps"] or sizes["outcome_updates"]):
-        return _nothing(tables, keep)
-    held = _held_state(tables, since, new, keep)
-    records = keep(_with_tails(new, held), "records")
+        return _nothing(tables)
+    inputs, release_inputs = _kept_inputs(read_run_inputs(tables, since, versions))
+    clusters = sorted(r["cluster"] for r in inputs.records.select("cluster")
+                      .unionByName(inputs.events.select("cluster")).unionByName(inputs.sweeps.select("cluster"))
+                      .unionByName(inputs.outcome_updates.select("cluster")).distinct().collect())
+    if not clusters:
+        release_inputs()
+        return _nothing(tables)
+    if _TRACE:
+        log(f"  offset_events: clusters with news {clusters}")
+    held, release_held = _held_state(tables, since, inputs, clusters)
+    rows, lines = _fold_inputs(tables, versions[COORDINATOR_EVENTS.name], inputs, held)
+    folded = (rows.groupBy("cluster", BUCKET)
+              .cogroup(lines.groupBy("cluster", BUCKET))
+              .applyInArrow(fold_fn(stall_min_commits, stall_min_ms, horizon_ms), schema=FOLD_OUTPUT))
+    out, release_out = _kept(folded)
+    release_inputs()
+    release_held()
+    is_row = F.col("_part") == ROW
+    counts = out.groupBy().agg(
+        F.sum((is_row & ~F.col("_deleted")).cast("long")).alias("written"),
+        F.sum((is_row & F.col("_deleted")).cast("long")).alias("deleted"),
+        F.sum((~is_row).cast("long")).alias("groups"),
+        F.sum("_new_records").alias("new_records"), F.sum("_new_events").alias("new_events"),
+        F.sum("_held").alias("held"), F.sum("_tail_records").alias("tail_records")).first()
 
-    # The fold: group context, checkpoints, each partition's sequence and stall runs.
-    group_records = records.where(F.col("kind").isin(*GROUP_LEVEL))
-    conversions = keep(_conversions(records, group_records, held), "conversions")
-    context = keep(_context_records(group_records, conversions, held), "context")
-    checkpoints = keep(_checkpoints(records, conversions, held, new.events, horizon_ms), "checkpoints")
-    contextual = keep(_with_context(records, context, held, checkpoints), "contextual")
-    sequence = keep(_partition_sequences(contextual, held, checkpoints), "sequence")
-    runs = keep(_runs(sequence), "runs")
+    def count(name: str) -> int:
+        return int(counts[name] or 0) if counts else 0
 
-    events, classified = _classified(tables, versions[COORDINATOR_EVENTS.name], held, new.events, context,
-                                     sequence, keep)
-    changes, emitted = _row_changes(held, sequence, runs, classified, stall_min_commits, stall_min_ms, keep)
-    new_state = keep(_new_state(held, records, group_records, context, checkpoints, contextual, sequence, runs,
-                                classified, events, emitted, horizon_ms), "new_state", count=True)
-
-    counts = changes.groupBy().agg(F.count(F.lit(1)).alias("n"),
-                                   F.sum(F.col("_deleted").cast("int")).alias("deleted")).first()
-    changed, deleted = (int(counts["n"]), int(counts["deleted"] or 0)) if counts else (0, 0)
-    tail_records = held.select(F.sum(F.size("offsets.tail"))).first()
-    return OffsetEventChanges(changes, new_state, OffsetEventsResult(
-        groups=sizes["new_state"], rows_written=changed - deleted, rows_deleted=deleted,
-        new_records=sizes["new_records"], new_events=sizes["new_events"], state_rows=sizes["held"],
-        tail_records=int(tail_records[0] or 0) if tail_records else 0), keep.release)
+    changes = out.where(is_row).select(*OFFSET_EVENTS.column_names, "_deleted")
+    state = out.where(~is_row).select(*GROUP_KEY, "offsets")
+    return OffsetEventChanges(changes, state, OffsetEventsResult(
+        groups=count("groups"), rows_written=count("written"), rows_deleted=count("deleted"),
+        new_records=count("new_records"), new_events=count("new_events"), state_rows=count("held"),
+        tail_records=count("tail_records")), release_out)

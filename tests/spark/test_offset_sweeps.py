@@ -1,9 +1,9 @@
 """Offset retention expiry in the Spark offset-events stage, against the oracle (coordinator_core's
 offset_history) and the three-broker sample.
 
-1. Parity: `classify_tombstones` over hand-built tombstones and coordinator_events rows (read through the
-   job's own `evidence_events` / `sweep_events`) gives what offset_history gives for the same case
-   (tests/unit/test_history_offsets_sweep.py's CASES), and a sweep line of another cluster counts for nothing.
+1. Routing: the group-less sweep lines (read through the job's own `sweep_events`) reach the groups of their
+   cluster with a tombstone within 5 s, each once; a sweep line of another cluster counts for nothing. (The
+   rule that classifies with them is the core fold's, held to the oracle in tests/unit/test_offset_fold.py.)
 2. End to end: the nightly job's ingest, logs and decode stages and the offset-events stage over
    samples/kafka-4.3.1-3brokers (its segments and its three brokers' logs, archived in two nights in either
    order) call the 6 offsets of the `offset-expiry` scenario `expired`, with the 4.x
@@ -28,33 +28,20 @@ from coordinator_core.logs import CoordinatorEvent
 from jobs.common.config import Config, LogSource, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
 from jobs.nightly import run_nightly
-from jobs.offset_events.inputs import evidence_events, sweep_events
-from jobs.offset_events.rows import classify_tombstones
-from jobs.offset_events.stage import run_offset_events
+from jobs.offset_events.inputs import sweep_events
+from jobs.offset_events.stage import _near_lines, run_offset_events
 from jobs.stages import STAGES
 from schemas import CONSUMER_GROUP_RECORDS, GROUP_METADATA, OFFSET_COMMITS
 from schemas.gold import OFFSET_EVENTS
 from schemas.logs import COORDINATOR_EVENTS
 from tests.unit.test_history_builders import GROUP, ms
-from tests.unit.test_history_offsets_sweep import CASES, outcome, sweep
+from tests.unit.test_history_offsets_sweep import sweep
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "kafka-4.3.1-3brokers"
 CLUSTER = "c1"
-
-#: The tombstones of test_history_offsets_sweep.records() as the fold hands them over: the two offsets'
-#: (the commit before each, generation 2 with no members) and the group's (the generation it ended).
-TOMBSTONES = [
-    (CLUSTER, GROUP, "orders", 0, 5, ms(100.0), 5, None, 2, 0),
-    (CLUSTER, GROUP, "orders", 1, 6, ms(100.0), 7, None, 2, 0),
-    (CLUSTER, GROUP, None, None, 7, ms(100.0), None, None, 2, None),
-]
-TOMBSTONE_DDL = ("cluster string, group_id string, topic string, partition long, record_offset long, "
-                 "timestamp_ms long, previous_offset long, previous_expire_ms long, generation long, "
-                 "group_members long")
-
 
 def _lines(spark: SparkSession, events: list[tuple[str, CoordinatorEvent]]) -> DataFrame:
     """coordinator_events rows of (cluster, event)."""
@@ -68,27 +55,18 @@ def _lines(spark: SparkSession, events: list[tuple[str, CoordinatorEvent]]) -> D
     return spark.createDataFrame(rows, COORDINATOR_EVENTS.schema)
 
 
-def _classified(spark: SparkSession, events: list[tuple[str, CoordinatorEvent]]) -> list[tuple[Any, ...]]:
-    tombstones = spark.createDataFrame(TOMBSTONES, TOMBSTONE_DDL)
-    lines = _lines(spark, events)
-    group_tombstones = spark.createDataFrame([(CLUSTER, GROUP, ms(100.0))],
-                                             "cluster string, group_id string, timestamp_ms long")
-    rows = classify_tombstones(tombstones, evidence_events(lines), group_tombstones, sweep_events(lines)).collect()
-    return sorted((r["record_offset"], r["_kind"], r["_inferred"], r["_explanation"],
-                   [e["line_number"] for e in r["_evidence"]]) for r in rows)
-
-
-def test_spark_classifies_as_the_oracle(spark: SparkSession) -> None:
-    for name, (events, expected) in sorted(CASES.items()):
-        spark_rows = _classified(spark, [(CLUSTER, e) for e in events])
-        assert spark_rows == outcome(events) == expected, name
-
-
-def test_a_sweep_line_of_another_cluster_does_not_count(spark: SparkSession) -> None:
-    _, no_logs = CASES["no_logs_is_still_deleted_with_the_group"]
-    assert _classified(spark, [("c2", sweep(100.4))]) == no_logs
-    _, swept = CASES["sweep_with_the_group_tombstone_is_expiry"]
-    assert _classified(spark, [("c2", sweep(100.4, line=2)), (CLUSTER, sweep(100.4))]) == swept
+def test_a_group_gets_the_sweep_lines_of_its_cluster_within_five_seconds(spark: SparkSession) -> None:
+    """The rule is the core fold's (tests/unit/test_offset_fold.py); what the stage adds is which group-less
+    sweep lines reach a group: its own cluster's, within 5 s of one of its tombstones, each once."""
+    times = spark.createDataFrame([(CLUSTER, GROUP, ms(100.0)), (CLUSTER, GROUP, ms(100.0)),
+                                   (CLUSTER, "other", ms(300.0))],
+                                  "cluster string, group_id string, timestamp_ms long")
+    lines = sweep_events(_lines(spark, [("c2", sweep(100.4, line=1)), (CLUSTER, sweep(100.4, line=2)),
+                                        (CLUSTER, sweep(104.9, line=3)), (CLUSTER, sweep(105.1, line=4)),
+                                        (CLUSTER, sweep(95.2, line=5)), (CLUSTER, sweep(100.2, removed=0, line=6)),
+                                        (CLUSTER, sweep(296.0, line=7))]))
+    got = sorted((r["cluster"], r["group_id"], r["line_number"]) for r in _near_lines(times, lines).collect())
+    assert got == [(CLUSTER, GROUP, 2), (CLUSTER, GROUP, 3), (CLUSTER, GROUP, 5), (CLUSTER, "other", 7)]
 
 
 def _at(text: str) -> dt.datetime:

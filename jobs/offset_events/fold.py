@@ -1,0 +1,95 @@
+"""The offset-event fold on the executors: `coordinator_core.history.offset_fold.continue_offsets` once per
+touched group, one Arrow call per bucket of groups (`jobs.common.per_group`'s buckets).
+
+Two cogrouped inputs per bucket: `FOLD_INPUT` (each group's carried state, its new records, and the
+decided outcomes of its carried open-transaction commits, told apart by `_part`) and `FOLD_LINES` (its
+new deletion/expiry lines, and the cluster's sweep lines near its tombstones, `_sweep`). Out comes
+`FOLD_OUTPUT`: offset_events rows to write (`_deleted`: the row's grain to withdraw) and one state row per
+group (`_part` = "state") with what it read, for the run's summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from jobs.common.per_group import BUCKET
+from schemas.gold import OFFSET_EVENTS
+from schemas.state import OFFSETS_EVENT, OFFSETS_RECORD, OFFSETS_STATE
+
+STATE, RECORD, DECIDED = "state", "record", "decided"
+ROW = "row"
+
+_RECORD_FIELDS = [f.name for f in OFFSETS_RECORD.fields]
+_EVENT_FIELDS = [f.name for f in OFFSETS_EVENT.fields]
+
+FOLD_INPUT = T.StructType([
+    T.StructField("cluster", T.StringType()), T.StructField("group_id", T.StringType()),
+    T.StructField(BUCKET, T.IntegerType()), T.StructField("_part", T.StringType()),
+    T.StructField("offsets", OFFSETS_STATE), *OFFSETS_RECORD.fields,
+])
+FOLD_LINES = T.StructType([
+    T.StructField("cluster", T.StringType()), T.StructField("group_id", T.StringType()),
+    T.StructField(BUCKET, T.IntegerType()), T.StructField("_sweep", T.BooleanType()), *OFFSETS_EVENT.fields,
+])
+FOLD_OUTPUT = T.StructType([
+    *OFFSET_EVENTS.schema.fields, T.StructField("_deleted", T.BooleanType()), T.StructField("_part", T.StringType()),
+    T.StructField("offsets", OFFSETS_STATE),
+    # what the group's fold read: new records, new lines, whether it had a state, the carried tail's size
+    T.StructField("_new_records", T.LongType()), T.StructField("_new_events", T.LongType()),
+    T.StructField("_held", T.LongType()), T.StructField("_tail_records", T.LongType()),
+])
+
+
+class _Group:
+    __slots__ = ("decided", "events", "records", "state", "sweeps")
+
+    def __init__(self) -> None:
+        self.state: dict[str, Any] | None = None
+        self.records: list[dict[str, Any]] = []
+        self.decided: dict[tuple[int, int], str] = {}
+        self.events: list[dict[str, Any]] = []
+        self.sweeps: list[dict[str, Any]] = []
+
+
+def fold_fn(stall_min_commits: int, stall_min_ms: int, horizon_ms: int) -> Callable[[pa.Table, pa.Table], pa.Table]:
+    """The function Spark calls per bucket (cogrouped `FOLD_INPUT`, `FOLD_LINES`) -> `FOLD_OUTPUT`."""
+    out_schema = to_arrow_schema(FOLD_OUTPUT)
+
+    def run(inputs: pa.Table, lines: pa.Table) -> pa.Table:
+        from coordinator_core.history.offset_fold import continue_offsets
+
+        groups: dict[tuple[str, str], _Group] = {}
+        for row in inputs.to_pylist():
+            g = groups.setdefault((row["cluster"], row["group_id"]), _Group())
+            part = row["_part"]
+            if part == STATE:
+                g.state = row["offsets"]
+            elif part == DECIDED:
+                g.decided[(row["record_partition"], row["record_offset"])] = row["transaction_outcome"]
+            else:
+                g.records.append({k: row[k] for k in _RECORD_FIELDS})
+        for row in lines.to_pylist():
+            g = groups.setdefault((row["cluster"], row["group_id"]), _Group())
+            (g.sweeps if row["_sweep"] else g.events).append({k: row[k] for k in _EVENT_FIELDS})
+        out: list[dict[str, Any]] = []
+        for (cluster, group_id), g in groups.items():
+            result = continue_offsets(g.state, g.records, g.events, g.sweeps, g.decided, group_id=group_id,
+                                      stall_min_commits=stall_min_commits, stall_min_ms=stall_min_ms,
+                                      horizon_ms=horizon_ms)
+            out.extend({**r.to_dict(), "cluster": cluster, "_deleted": False, "_part": ROW} for r in result.rows)
+            out.extend({"cluster": cluster, "group_id": group_id, "kind": kind, "topic": topic, "partition": partition,
+                        "record_offset": record_offset, "inferred": True, "explanation": "", "evidence": [],
+                        "_deleted": True, "_part": ROW}
+                       for kind, topic, partition, record_offset in result.withdrawn)
+            out.append({"cluster": cluster, "group_id": group_id, "_part": STATE, "_deleted": False,
+                        "offsets": result.state, "_new_records": len(g.records), "_new_events": len(g.events),
+                        "_held": int(g.state is not None),
+                        "_tail_records": len(g.state["tail"] or []) if g.state is not None else 0})
+        return pa.Table.from_pylist(out, schema=out_schema)
+
+    return run
