@@ -334,13 +334,13 @@ def continue_offsets(  # noqa: C901, PLR0912, PLR0915 - one pass, one branch per
     """
     held = _checked(state)
     decided = decided or {}
-    by_position: dict[tuple[int, int], dict[str, Any]] = {}
+    by_position: dict[tuple[int, int], Mapping[str, Any]] = {}
     for r in held["tail"]:
         key = (r["record_offset"], r["record_partition"])
         by_position[key] = {**r, "transaction_outcome": decided.get((r["record_partition"], r["record_offset"]),
                                                                     r["transaction_outcome"])}
     for r in records:
-        by_position[(r["record_offset"], r["record_partition"])] = dict(r)
+        by_position[(r["record_offset"], r["record_partition"])] = r   # read, never changed
     recs = [by_position[k] for k in sorted(by_position)]
     new_events = list(events)
     seen_lines: dict[tuple[Any, Any], Mapping[str, Any]] = {}
@@ -430,18 +430,20 @@ def continue_offsets(  # noqa: C901, PLR0912, PLR0915 - one pass, one branch per
             offset = r["offset"]
             previous = part.last_offset if part else None
             delta = offset - previous if previous is not None else None
-            common = dict(topic=tp[0], partition=tp[1], at=_time(ts), record_offset=r["record_offset"],
-                          offset=offset, previous_offset=previous, delta=delta, generation=walk.generation,
-                          metadata=r["metadata"])
-            if walk.has_generations and walk.members == 0:
+            non_member = walk.has_generations and walk.members == 0
+            if non_member or (delta is not None and delta < 0):
                 close(tp)
-                rows.append(offset_row(group_id, NON_MEMBER_COMMIT, group_members=0,
-                                       explanation=explain_non_member(walk.generation, delta), **common))
-            elif delta is not None and delta < 0:
-                close(tp)
-                rows.append(offset_row(group_id, REWIND, group_members=walk.members, inferred=False,
-                                       explanation=explain_rewind(delta, walk.generation, walk.members,
-                                                                  walk.has_generations), **common))
+                common = dict(topic=tp[0], partition=tp[1], at=_time(ts), record_offset=r["record_offset"],
+                              offset=offset, previous_offset=previous, delta=delta, generation=walk.generation,
+                              metadata=r["metadata"])
+                if non_member:
+                    rows.append(offset_row(group_id, NON_MEMBER_COMMIT, group_members=0,
+                                           explanation=explain_non_member(walk.generation, delta), **common))
+                else:
+                    assert delta is not None
+                    rows.append(offset_row(group_id, REWIND, group_members=walk.members, inferred=False,
+                                           explanation=explain_rewind(delta, walk.generation, walk.members,
+                                                                      walk.has_generations), **common))
             run = part.run if part else None
             if run is not None and (run.offset != offset or run.generation != walk.generation):
                 close(tp)
