@@ -179,8 +179,19 @@ def _near_lines(times: DataFrame, lines: DataFrame) -> DataFrame:
             .drop("_w", "timestamp_ms").dropDuplicates([*GROUP_KEY, "file_id", "line_number"]))
 
 
-def _fold_inputs(tables: Tables, version: int, inputs: RunInputs, held: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """The fold's two cogrouped inputs (`fold.FOLD_INPUT`, `fold.FOLD_LINES`), bucketed by group."""
+#: New records per bucket of groups the fold aims at: a bucket's inputs are held at once by one Python worker.
+RECORDS_PER_BUCKET = 200_000
+
+
+def _buckets(new_records: int) -> int:
+    """Buckets of groups for a run with `new_records`: the usual 16 for a small night, more for a big one, so
+    a bucket's inputs stay near `RECORDS_PER_BUCKET` records (a fleet's night of 700M commits: 3,500)."""
+    return max(DEFAULT_BUCKETS, -(-new_records // RECORDS_PER_BUCKET))
+
+
+def _fold_inputs(tables: Tables, version: int, inputs: RunInputs, held: DataFrame,
+                 buckets: int) -> tuple[DataFrame, DataFrame]:
+    """The fold's two cogrouped inputs (`fold.FOLD_INPUT`, `fold.FOLD_LINES`), in `buckets` buckets of groups."""
     tail = held.select(*GROUP_KEY, F.explode("offsets.tail").alias("r")).select(*GROUP_KEY, "r.*")
     decided = (tail.select(*GROUP_KEY, "record_partition", "record_offset")
                .join(inputs.outcome_updates, on=["cluster", "record_partition", "record_offset"], how="inner"))
@@ -194,7 +205,7 @@ def _fold_inputs(tables: Tables, version: int, inputs: RunInputs, held: DataFram
     rows = parts[0]
     for part in parts[1:]:
         rows = rows.unionByName(part, allowMissingColumns=True)
-    rows = _with_bucket(rows, DEFAULT_BUCKETS).select(*[F.col(f.name).cast(f.dataType) for f in FOLD_INPUT.fields])
+    rows = _with_bucket(rows, buckets).select(*[F.col(f.name).cast(f.dataType) for f in FOLD_INPUT.fields])
     # The sweep lines near the group's tombstones (new, carried in its tail, or settled and still open),
     # whichever run archived them: read from the table by cluster and time span.
     tombstone_kinds = (OFFSET_TOMBSTONE, CLASSIC_TOMBSTONE, CONSUMER_TOMBSTONE)
@@ -205,7 +216,7 @@ def _fold_inputs(tables: Tables, version: int, inputs: RunInputs, held: DataFram
     event_columns = [F.col(f.name) for f in OFFSETS_EVENT.fields]
     lines = (inputs.events.select(*GROUP_KEY, F.lit(False).alias("_sweep"), *event_columns)
              .unionByName(sweeps.select(*GROUP_KEY, F.lit(True).alias("_sweep"), *event_columns)))
-    lines = _with_bucket(lines, DEFAULT_BUCKETS).select(*[F.col(f.name).cast(f.dataType) for f in FOLD_LINES.fields])
+    lines = _with_bucket(lines, buckets).select(*[F.col(f.name).cast(f.dataType) for f in FOLD_LINES.fields])
     return rows, lines
 
 
@@ -246,16 +257,20 @@ def fold_offset_events(
                                      for spec in inputs_read):
         return _nothing(tables)
     inputs, release_inputs = _kept_inputs(read_run_inputs(tables, since, versions))
-    clusters = sorted(r["cluster"] for r in inputs.records.select("cluster")
-                      .unionByName(inputs.events.select("cluster")).unionByName(inputs.sweeps.select("cluster"))
-                      .unionByName(inputs.outcome_updates.select("cluster")).distinct().collect())
+    news = (inputs.records.select("cluster", F.lit(1).alias("_record"))
+            .unionByName(inputs.events.select("cluster", F.lit(0).alias("_record")))
+            .unionByName(inputs.sweeps.select("cluster", F.lit(0).alias("_record")))
+            .unionByName(inputs.outcome_updates.select("cluster", F.lit(0).alias("_record")))
+            .groupBy("cluster").agg(F.sum("_record").alias("records")).collect())
+    clusters = sorted(r["cluster"] for r in news)
     if not clusters:
         release_inputs()
         return _nothing(tables)
     if _TRACE:
         log(f"  offset_events: clusters with news {clusters}")
     held, release_held = _held_state(tables, since, inputs, clusters)
-    rows, lines = _fold_inputs(tables, versions[COORDINATOR_EVENTS.name], inputs, held)
+    rows, lines = _fold_inputs(tables, versions[COORDINATOR_EVENTS.name], inputs, held,
+                               _buckets(sum(int(r["records"]) for r in news)))
     folded = (rows.groupBy("cluster", BUCKET)
               .cogroup(lines.groupBy("cluster", BUCKET))
               .applyInArrow(fold_fn(stall_min_commits, stall_min_ms, horizon_ms), schema=FOLD_OUTPUT))

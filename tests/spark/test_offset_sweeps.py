@@ -29,7 +29,7 @@ from jobs.common.config import Config, LogSource, SegmentSource, SourcesConfig, 
 from jobs.common.delta_io import Tables
 from jobs.nightly import run_nightly
 from jobs.offset_events.inputs import sweep_events
-from jobs.offset_events.stage import _near_lines, run_offset_events
+from jobs.offset_events.stage import _buckets, _near_lines, run_offset_events
 from jobs.stages import STAGES
 from schemas import CONSUMER_GROUP_RECORDS, GROUP_METADATA, OFFSET_COMMITS
 from schemas.gold import OFFSET_EVENTS
@@ -122,3 +122,9 @@ def test_the_sample_expiry_is_expired_with_the_sweep_line(spark: SparkSession, t
     (group_row,) = [r for r in rows if r["topic"] is None]
     assert (group_row["kind"], group_row["explanation"]) == (GROUP_DELETED, EXPLAIN_GROUP_SWEPT)
     assert [e["event_type"] for e in group_row["evidence"]] == ["OFFSETS_EXPIRED"]
+
+
+def test_a_big_night_folds_in_more_buckets_of_groups() -> None:
+    """A bucket's inputs are held at once by one Python worker: a night of 700M commits is cut into
+    3,500 buckets of ~200k records, a small one keeps the usual 16."""
+    assert [_buckets(n) for n in (0, 2_244, 3_200_000, 3_200_001, 700_000_000)] == [16, 16, 16, 17, 3_500]
