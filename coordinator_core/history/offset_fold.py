@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from coordinator_core.history.classic import is_placeholder
 from coordinator_core.history.consumer import CONSUMER_GROUP_KINDS
 from coordinator_core.history.inputs import ABORTED, GroupRecord, as_group_records
 from coordinator_core.history.model import (
@@ -553,8 +554,6 @@ def _stall_row(group_id: str, tp: tuple[str, int], run: _Run, min_commits: int, 
 
 def fold_record(record: GroupRecord) -> dict[str, Any] | None:
     """A decoded record of the group in OFFSETS_RECORD's shape (None for a record the fold does not read)."""
-    from coordinator_core.history.classic import is_placeholder
-
     rec = record.record
     kind = rec.kind
     ts = record.timestamp if record.timestamp is not None and record.timestamp >= 0 else None

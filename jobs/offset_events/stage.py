@@ -5,6 +5,7 @@ or withdrawn, and group_state.offsets."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -226,11 +227,8 @@ def _kept_inputs(inputs: RunInputs) -> tuple[RunInputs, Callable[[], None]]:
     scan (the new records a self-join of offset_commits' feed)."""
     parts = {"records": inputs.records, "updates": inputs.outcome_updates, "events": inputs.events,
              "sweeps": inputs.sweeps}
-    marked = None
-    for name, frame in parts.items():
-        named = frame.withColumn("_input", F.lit(name))
-        marked = named if marked is None else marked.unionByName(named, allowMissingColumns=True)
-    assert marked is not None
+    named = [frame.withColumn("_input", F.lit(name)) for name, frame in parts.items()]
+    marked = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), named)
     kept, release = _kept(marked)
 
     def part(name: str) -> DataFrame:
