@@ -60,27 +60,39 @@ def _member_label(members: Column) -> Column:
 
 def fleet_frame(rebalances: DataFrame, storms: DataFrame) -> pd.DataFrame:
     """One row per group that rebalanced: rebalances, time rebalancing, storms, the assignor it used last
-    (its latest generation's protocol) and its dominant cause by the storms' rule."""
+    (its latest generation's protocol) and its dominant cause by the storms' rule.
+
+    One pass: each rebalance gives a row for its cause and one per failure among its causes, each storm a
+    row; counted per (group, kind, label), then per group (two aggregations, no join)."""
     all_causes = F.array_distinct(F.concat(F.array(F.col("cause")), F.coalesce(F.col("causes"), F.array())))
-    failure_counts = (rebalances.select(*GROUP_KEY, F.explode(all_causes).alias("failure"))
-                      .where(F.col("failure").isin(*sorted(FAILURE_CAUSES)))
-                      .groupBy(*GROUP_KEY, "failure").count()
-                      .groupBy(*GROUP_KEY).agg(F.map_from_entries(F.collect_list(F.struct("failure", "count")))
-                                               .alias("failures")))
-    cause_counts = (rebalances.withColumn("cause", F.coalesce("cause", F.lit("unknown")))
-                    .groupBy(*GROUP_KEY, "cause").count()
-                    .groupBy(*GROUP_KEY).agg(F.map_from_entries(F.collect_list(F.struct("cause", "count")))
-                                             .alias("cause_counts")))
-    per_group = rebalances.groupBy(*GROUP_KEY).agg(
-        F.count("*").alias("rebalances"),
-        (F.coalesce(F.sum("rebalance_ms"), F.lit(0)) / 1000.0).alias("total_rebalance_seconds"),
-        F.max_by("protocol", F.when(F.col("protocol").isNotNull(), F.col("rebalance_started_at"))).alias("assignor"))
-    per_group_storms = storms.groupBy(*GROUP_KEY).agg(F.count("*").alias("storms"))
-    fleet = (per_group.join(cause_counts, on=list(GROUP_KEY), how="left")
-             .join(failure_counts, on=list(GROUP_KEY), how="left")
-             .join(per_group_storms, on=list(GROUP_KEY), how="left")
-             .fillna({"storms": 0})
-             .toPandas())
+    failures = F.filter(all_causes, lambda c: c.isin(*sorted(FAILURE_CAUSES)))
+    labelled = rebalances.select(
+        *GROUP_KEY, "rebalance_ms", "protocol", "rebalance_started_at",
+        F.explode(F.concat(
+            F.array(F.struct(F.lit("cause").alias("kind"), F.coalesce("cause", F.lit("unknown")).alias("label"))),
+            F.transform(failures, lambda f: F.struct(F.lit("failure").alias("kind"), f.alias("label"))))).alias("l"))
+    # a rebalance's own figures count once: on its cause row
+    own = F.col("l.kind") == "cause"
+    counted = labelled.groupBy(*GROUP_KEY, F.col("l.kind").alias("kind"), F.col("l.label").alias("label")).agg(
+        F.count("*").alias("n"),
+        F.sum(F.when(own, F.col("rebalance_ms"))).alias("ms"),
+        F.max_by(F.col("protocol"), F.when(own & F.col("protocol").isNotNull(), F.col("rebalance_started_at")))
+        .alias("protocol"),
+        F.max(F.when(own & F.col("protocol").isNotNull(), F.col("rebalance_started_at"))).alias("protocol_at"))
+    storm_rows = storms.groupBy(*GROUP_KEY).agg(F.count("*").alias("n")).select(
+        *GROUP_KEY, F.lit("storm").alias("kind"), F.lit(None).cast("string").alias("label"), "n",
+        F.lit(None).cast("long").alias("ms"), F.lit(None).cast("string").alias("protocol"),
+        F.lit(None).cast("timestamp").alias("protocol_at"))
+    kind = F.col("kind")
+    fleet = (counted.unionByName(storm_rows).groupBy(*GROUP_KEY).agg(
+        F.sum(F.when(kind == "cause", F.col("n")).otherwise(0)).alias("rebalances"),
+        (F.coalesce(F.sum("ms"), F.lit(0)) / 1000.0).alias("total_rebalance_seconds"),
+        F.max_by("protocol", "protocol_at").alias("assignor"),
+        F.map_from_entries(F.collect_list(F.when(kind == "cause", F.struct("label", "n")))).alias("cause_counts"),
+        F.map_from_entries(F.collect_list(F.when(kind == "failure", F.struct("label", "n")))).alias("failures"),
+        F.sum(F.when(kind == "storm", F.col("n")).otherwise(0)).alias("storms"))
+        .where(F.col("rebalances") > 0)
+        .toPandas())
     fleet["dominant_cause"] = [
         dominant_cause(dict(c or {}), dict(f or {}))
         for c, f in zip(fleet["cause_counts"], fleet["failures"], strict=True)]
