@@ -131,7 +131,7 @@ def _near(new_events: DataFrame, new_records: DataFrame, reopen_hours: float) ->
 
 
 def new_attributed_events(tables: Tables, run: RunRange, new_records: DataFrame | None = None,
-                          reopen_hours: float = 48.0, new_events: DataFrame | None = None) -> tuple[DataFrame, int]:
+                          reopen_hours: float = 48.0) -> tuple[DataFrame, int]:
     """The run's new coordinator events that name a group, and the member-scoped lines attributed to the group
     their member id belongs to in the same cluster; also how many of the run's new member-scoped lines no
     group claims (they stay group-less in coordinator_events, counted here, not dropped).
@@ -141,43 +141,37 @@ def new_attributed_events(tables: Tables, run: RunRange, new_records: DataFrame 
     read before the record), and a broker-logs-only run has no records, only other lines naming the member
     with its group. So each run looks the member ids up in everything archived so far, and also gives the
     fold the older member-scoped lines that a member id new in this run now claims: whichever run brings
-    the line or its member id, the line reaches its group once, as one full run would give it.
-
-    `new_records` and `new_events` (the run's new coordinator_events rows) are read here when not given; a
-    caller that reads them again passes them materialised."""
-    new = run.new_rows(tables, COORDINATOR_EVENTS) if new_events is None else new_events
+    the line or its member id, the line reaches its group once, as one full run would give it."""
+    new = run.new_rows(tables, COORDINATOR_EVENTS)
     named = new.where(F.col("group_id").isNotNull())
     near = _near(new, new_records if new_records is not None else new_group_records(tables, run), reopen_hours)
     if not near.clusters:
         return named, 0
     now_scoped = _member_scoped(tables.read(COORDINATOR_EVENTS, version=tables.version(COORDINATOR_EVENTS))
                                 .where(near.condition("timestamp")))
-    # The member ids of the member-scoped lines near the news, read once: most nights have none, and those
-    # that have some look them up in both lookups below.
-    ids = (now_scoped.select("cluster", F.explode(F.array("member_id", "related_member_id")).alias("member_id"))
-           .where(F.col("member_id").isNotNull()).distinct().localCheckpoint())
-    if ids.isEmpty():
+    if now_scoped.limit(1).count() == 0:
         return named, 0
     new_scoped = _member_scoped(new)
+    ids = (now_scoped.select("cluster", F.explode(F.array("member_id", "related_member_id")).alias("member_id"))
+           .where(F.col("member_id").isNotNull()).distinct())
     now_groups = _member_groups(tables, None, ids, near).persist()
     try:
-        fresh = _attribute(new_scoped, now_groups).localCheckpoint()
+        fresh = _attribute(new_scoped, now_groups)
         unattributed = fresh.where(F.col("group_id").isNull()).count()
         claimed = fresh.where(F.col("group_id").isNotNull())
         if run.since is not None:
-            # Lines of earlier runs whose member id this run made known (or moved to another group): looked
-            # for only when there are earlier member-scoped lines near the news (a first run has none).
+            # Lines of earlier runs whose member id this run made known (or moved to another group).
             since = run.since
             old_scoped = _member_scoped(tables.read(COORDINATOR_EVENTS, version=since.get(COORDINATOR_EVENTS.name, 0))
-                                        .where(near.condition("timestamp"))).localCheckpoint()
-            if not old_scoped.isEmpty():
-                old_groups = _member_groups(tables, since, ids, near)
-                then = _attribute(old_scoped, old_groups).where(F.col("group_id").isNotNull())
-                newly = (_attribute(old_scoped, now_groups).where(F.col("group_id").isNotNull())
-                         .join(then.select("cluster", "file_id", "line_number", "group_id"),
-                               on=["cluster", "file_id", "line_number", "group_id"], how="left_anti"))
-                # Materialised before the lookup is released: the fold reads it after this returns.
-                claimed = claimed.unionByName(newly).localCheckpoint()
+                                        .where(near.condition("timestamp")))
+            old_groups = _member_groups(tables, since, ids, near)
+            then = _attribute(old_scoped, old_groups).where(F.col("group_id").isNotNull())
+            newly = (_attribute(old_scoped, now_groups).where(F.col("group_id").isNotNull())
+                     .join(then.select("cluster", "file_id", "line_number", "group_id"),
+                           on=["cluster", "file_id", "line_number", "group_id"], how="left_anti"))
+            claimed = claimed.unionByName(newly)
+        # Materialised before the lookup is released: the fold reads it after this returns.
+        claimed = claimed.localCheckpoint()
     finally:
         now_groups.unpersist()
     return named.unionByName(claimed), int(unattributed)

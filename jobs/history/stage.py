@@ -15,7 +15,6 @@ from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, per_bucket
 from jobs.history.fold import FOLD_OUTPUT, FOLD_RECORD_COLUMNS, _fold_fn
 from jobs.history.inputs import RunRange, new_attributed_events, new_group_records, new_topic_names
 from schemas.gold import GROUP_GENERATIONS
-from schemas.logs import COORDINATOR_EVENTS
 from schemas.state import GROUP_STATE
 
 
@@ -40,11 +39,8 @@ def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: fl
                     pending: StateWrites | None = None) -> GenerationsResult:
     """Continue every touched group's generation history with the run's new records and log events. The
     states go to group_state.generations now, or with `pending` when the stage writes its states together."""
-    # The run's new records and lines, read from the change feeds once: the lookups, the touched groups and
-    # the fold all start from them (a change feed read is planned from the tables' commit files each time).
-    records = new_group_records(tables, run).localCheckpoint()
-    events, unattributed = new_attributed_events(tables, run, records, reopen_hours,
-                                                 run.new_rows(tables, COORDINATOR_EVENTS).localCheckpoint())
+    records = new_group_records(tables, run)
+    events, unattributed = new_attributed_events(tables, run, records, reopen_hours)
     touched = records.select(*GROUP_KEY).unionByName(events.select(*GROUP_KEY)).distinct()
     # group_state holds a row per group of the fleet: only the clusters with news are read (partition
     # pruning), and a night with nothing new reads nothing more.
