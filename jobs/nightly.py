@@ -182,7 +182,8 @@ def _run_claimed(
         tables.replace_empty(GROUP_STATE)
         rebuild = True
     tables.ensure(GROUP_STATE)
-    ctx = RunContext(tables, config, run_id, started_at, committed, claims_version_before=claims_version_before)
+    ctx = RunContext(tables, config, run_id, started_at, committed, claims_version_before=claims_version_before,
+                     stages=tuple(s.name for s in stages))
     if committed.run_id is not None and GROUP_STATE.name not in committed.table_versions:
         log("the gold tables were written before they carried state: rebuilding them from the archive once")
         for spec in INCREMENTAL_INPUTS:
@@ -211,11 +212,7 @@ def _run_claimed(
             if stop_after == stage.name:
                 raise StoppedAfterStage(stage.name)
     finally:
-        # Frames shared between stages are cached for the run only: a long-lived session (a scheduler's
-        # driver, the tests) runs many nights and would otherwise keep every night's caches.
-        for frame in ctx.extra_frames.values():
-            frame.unpersist()
-        ctx.extra_frames.clear()
+        ctx.release()
     table_versions = {spec.name: tables.version(spec) for spec in ALL_TABLES if spec is not INGEST_RUNS}
     finished_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     decoded = ctx.decode.raw_version_decoded if ctx.decode else committed.raw_version_decoded

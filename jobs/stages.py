@@ -84,6 +84,21 @@ class RunContext:
     generations_by_cluster: dict[str, dict[str, int]] = field(default_factory=dict)
     #: when the run's ingest_runs row was written (the run committed)
     finished_at: dt.datetime | None = None
+    #: the names of the stages this run runs, in order
+    stages: tuple[str, ...] = ()
+    #: group_state columns the history stage computed, handed to the storms stage when it follows, which
+    #: writes them with its own: one MERGE of group_state per run (each costs ~1.5 s however small)
+    pending_states: StateWrites | None = None
+
+    def release(self) -> None:
+        """Let go of what the run's stages kept for each other (a long-lived session, a scheduler's driver
+        or the tests, runs many nights and would otherwise keep every night's caches)."""
+        for frame in self.extra_frames.values():
+            frame.unpersist()
+        self.extra_frames.clear()
+        if self.pending_states is not None:  # a run stopped between the history and storms stages
+            self.pending_states.release()
+            self.pending_states = None
 
     def run_range(self) -> RunRange:
         """What is new for the gold stages: every table's rows after the versions the last committed run
@@ -140,8 +155,8 @@ def _history_stage(ctx: RunContext) -> None:
         return
     reopen_hours = ctx.config.history.reopen_hours
     since = None if ctx.rebuild else dict(ctx.committed.table_versions)
-    # The three folds' group_state columns (generations, whatif, offsets) are written together at the end:
-    # one MERGE and one commit of group_state for the stage.
+    # The three folds' group_state columns (generations, whatif, offsets) are written together: at the end
+    # of the stage, or with the storms stage's column when it follows (one MERGE of group_state a run).
     states = StateWrites()
     try:
         generations = run_generations(ctx.tables, ctx.run_id, ctx.run_range(), reopen_hours, states)
@@ -157,9 +172,13 @@ def _history_stage(ctx: RunContext) -> None:
             offsets = run_offset_events(ctx.tables, ctx.run_id, since, reopen_hours=reopen_hours,
                                         stall_min_commits=history.stall_min_commits,
                                         stall_min_ms=history.stall_min_ms, pending=states)
-        states.merge(ctx.tables, ctx.run_id)
-    finally:
+    except BaseException:
         states.release()
+        raise
+    if "storms" in ctx.stages:
+        ctx.pending_states = states
+    else:
+        states.merge(ctx.tables, ctx.run_id)
     late = (f"; {generations.late_events} log lines older than [history] reopen_hours not applied"
             if generations.late_events else "")
     if generations.events_unattributed:
@@ -180,6 +199,17 @@ def _history_stage(ctx: RunContext) -> None:
 
 
 def _storms_stage(ctx: RunContext) -> None:
+    pending, ctx.pending_states = ctx.pending_states, None
+    try:
+        _continue_storms(ctx, pending)
+        if pending is not None:
+            pending.merge(ctx.tables, ctx.run_id)
+    finally:
+        if pending is not None:
+            pending.release()
+
+
+def _continue_storms(ctx: RunContext, pending: StateWrites | None) -> None:
     changed = ctx.extra_frames.get("changed_generations")
     # No generation row stored, amended or withdrawn (the history stage had nothing new, or only offset
     # commits): no storm can change. (The changed rows are cached: asking costs no read.)
@@ -190,7 +220,7 @@ def _storms_stage(ctx: RunContext) -> None:
     thresholds = StormThresholds(s.min_rebalances, s.window_minutes, s.quiet_minutes, s.flapping_min_rejoins,
                                  s.lockstep_seconds, s.lockstep_min_groups)
     result = run_storms(ctx.tables, changed, thresholds, ctx.run_id, ctx.rebuild,
-                        reopen_hours=ctx.config.history.reopen_hours)
+                        reopen_hours=ctx.config.history.reopen_hours, pending=pending)
     ctx.extra["storms"] = (f"{result.groups} groups' storms continued: {result.storms_written} storms written, "
                            f"{result.storms_deleted} withdrawn")
 

@@ -26,7 +26,7 @@ from pyspark.sql import types as T
 from coordinator_core.storms import REBALANCE_OUTCOMES as _OUTCOMES
 from coordinator_core.storms import StormThresholds
 from jobs.common.delta_io import Tables
-from jobs.common.group_state import clear_state, merge_state, read_state
+from jobs.common.group_state import StateWrites, clear_state, merge_state, read_state
 from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
 from jobs.common.progress import step
 from schemas._spec import TableSpec
@@ -310,14 +310,16 @@ def _lockstep_marked(tables: Tables, changes: DataFrame, spans: dict[str, tuple[
 
 
 def run_storms(tables: Tables, changed_generations: DataFrame, thresholds: StormThresholds, run_id: str,
-               rebuild: bool, *, reopen_hours: float = DEFAULT_REOPEN_HOURS) -> StormsResult:
+               rebuild: bool, *, reopen_hours: float = DEFAULT_REOPEN_HOURS,
+               pending: StateWrites | None = None) -> StormsResult:
     """Continue the storms of every group with a changed generation row, mark the lock-step waves near the
     changed storms again, and carry each group's state in group_state.storms.
 
     `changed_generations`: the group_generations rows the run inserted or amended, and with `_deleted` true
     the keys of rows it deleted. `rebuild`: the rows are every group's whole history; rebalance_storms and
     the carried states are emptied first. `reopen_hours`: how long the generation history keeps a row open
-    for amendment (rows within it stay in the carried window).
+    for amendment (rows within it stay in the carried window). `pending`: the states go there, written
+    by its owner with the other group_state columns of the run (else now).
     """
     if rebuild:
         tables.delete_where(REBALANCE_STORMS, "true")
@@ -345,7 +347,7 @@ def run_storms(tables: Tables, changed_generations: DataFrame, thresholds: Storm
                 tables.upsert(REBALANCE_STORMS, rows, delete_flag="_deleted")
                 marked.unpersist()
         merge_state(tables, out.where(F.col("_kind") == "state").select(
-            *GROUP_KEY, F.col("_state").alias(STATE_COLUMN)), [STATE_COLUMN], run_id)
+            *GROUP_KEY, F.col("_state").alias(STATE_COLUMN)), [STATE_COLUMN], run_id, pending)
         return StormsResult(groups, written, sum(r["deleted"] or 0 for r in kinds if r["_kind"] == "row"),
                             sum(r["n"] for r in kinds if r["_kind"] == "rebuild"))
     finally:
