@@ -131,7 +131,7 @@ def _near(new_events: DataFrame, new_records: DataFrame, reopen_hours: float) ->
 
 
 def new_attributed_events(tables: Tables, run: RunRange, new_records: DataFrame | None = None,
-                          reopen_hours: float = 48.0) -> tuple[DataFrame, int]:
+                          reopen_hours: float = 48.0, new_events: DataFrame | None = None) -> tuple[DataFrame, int]:
     """The run's new coordinator events that name a group, and the member-scoped lines attributed to the group
     their member id belongs to in the same cluster; also how many of the run's new member-scoped lines no
     group claims (they stay group-less in coordinator_events, counted here, not dropped).
@@ -142,7 +142,7 @@ def new_attributed_events(tables: Tables, run: RunRange, new_records: DataFrame 
     with its group. So each run looks the member ids up in everything archived so far, and also gives the
     fold the older member-scoped lines that a member id new in this run now claims: whichever run brings
     the line or its member id, the line reaches its group once, as one full run would give it."""
-    new = run.new_rows(tables, COORDINATOR_EVENTS)
+    new = run.new_rows(tables, COORDINATOR_EVENTS) if new_events is None else new_events
     named = new.where(F.col("group_id").isNotNull())
     near = _near(new, new_records if new_records is not None else new_group_records(tables, run), reopen_hours)
     if not near.clusters:
@@ -159,8 +159,10 @@ def new_attributed_events(tables: Tables, run: RunRange, new_records: DataFrame 
         fresh = _attribute(new_scoped, now_groups)
         unattributed = fresh.where(F.col("group_id").isNull()).count()
         claimed = fresh.where(F.col("group_id").isNotNull())
-        if run.since is not None:
-            # Lines of earlier runs whose member id this run made known (or moved to another group).
+        if run.since is not None and run.since.get(COORDINATOR_EVENTS.name, 0) > 0:
+            # Lines of earlier runs whose member id this run made known (or moved to another group). A run
+            # after none that read any line (version 0 is the table's creation, empty: what `new_rows` leaves
+            # out as seen) has no earlier lines, and plans no look-up of them.
             since = run.since
             old_scoped = _member_scoped(tables.read(COORDINATOR_EVENTS, version=since.get(COORDINATOR_EVENTS.name, 0))
                                         .where(near.condition("timestamp")))
