@@ -159,10 +159,8 @@ def new_attributed_events(tables: Tables, run: RunRange, new_records: DataFrame 
         fresh = _attribute(new_scoped, now_groups)
         unattributed = fresh.where(F.col("group_id").isNull()).count()
         claimed = fresh.where(F.col("group_id").isNotNull())
-        if run.since is not None and run.since.get(COORDINATOR_EVENTS.name, 0) > 0:
-            # Lines of earlier runs whose member id this run made known (or moved to another group). A run
-            # after none that read any line (version 0 is the table's creation, empty: what `new_rows` leaves
-            # out as seen) has no earlier lines, and plans no look-up of them.
+        if run.since is not None:
+            # Lines of earlier runs whose member id this run made known (or moved to another group).
             since = run.since
             old_scoped = _member_scoped(tables.read(COORDINATOR_EVENTS, version=since.get(COORDINATOR_EVENTS.name, 0))
                                         .where(near.condition("timestamp")))
