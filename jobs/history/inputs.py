@@ -141,7 +141,10 @@ def new_attributed_events(tables: Tables, run: RunRange, new_records: DataFrame 
     read before the record), and a broker-logs-only run has no records, only other lines naming the member
     with its group. So each run looks the member ids up in everything archived so far, and also gives the
     fold the older member-scoped lines that a member id new in this run now claims: whichever run brings
-    the line or its member id, the line reaches its group once, as one full run would give it."""
+    the line or its member id, the line reaches its group once, as one full run would give it.
+
+    `new_records` and `new_events` (the run's new coordinator_events rows) are read here when not given; a
+    caller that reads them again passes them kept (persisted)."""
     new = run.new_rows(tables, COORDINATOR_EVENTS) if new_events is None else new_events
     named = new.where(F.col("group_id").isNotNull())
     near = _near(new, new_records if new_records is not None else new_group_records(tables, run), reopen_hours)

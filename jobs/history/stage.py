@@ -42,9 +42,10 @@ def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: fl
     states go to group_state.generations now, or with `pending` when the stage writes its states together."""
     # The run's new records and lines are read by several queries (the clusters near the news, the member
     # look-ups, the touched groups, the fold): kept once, so that each query neither plans the change
-    # feeds' file listings again (one Delta job per table version read) nor reads them again. Cached, not
-    # checkpointed: with local checkpoints at the root of the changed rows' lineage, the storms stage's
-    # queries over them ran ~4x the Spark jobs (77071cd).
+    # feeds' file listings again (one Delta job per table version read) nor reads them again. (Watch the
+    # storms stage's Spark jobs in benchmarks/run_overhead.py when changing this step's plans: two
+    # changes that dropped a branch of the attributed lines' plan made the later stages recompute their
+    # handed-over states, 29 -> 399 jobs; see 003ab4e.)
     records = new_group_records(tables, run).persist()
     new_events = run.new_rows(tables, COORDINATOR_EVENTS).persist()
     try:
