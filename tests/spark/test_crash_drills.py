@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -37,6 +36,7 @@ from jobs.nightly import StoppedAfterStage, run_nightly
 from jobs.stages import STAGES
 from schemas import ALL_TABLES, GROUP_GENERATIONS, INGEST_RUNS, OFFSET_EVENTS, TableSpec
 from schemas.observability import RUN_CLAIMS
+from tests.spark.same_rows import assert_same_rows
 from tests.spark.sample_warehouse import SampleWarehouse
 from tests.spark.splits import comparable
 
@@ -75,11 +75,8 @@ def _assert_same_tables(got: Tables, expected: Tables, cluster: str | None = Non
     """Every table but ingest_runs holds the same rows (lineage columns aside); with `cluster`, the rows of
     that cluster (every such table has the column)."""
     for spec in COMPARED:
-        try:
-            assert_df_equality(_contents(got, spec, cluster), _contents(expected, spec, cluster),
-                               ignore_row_order=True, ignore_nullable=True, ignore_metadata=True)
-        except AssertionError as e:
-            raise AssertionError(f"table {spec.name} differs from a clean run's") from e
+        assert_same_rows(_contents(got, spec, cluster), _contents(expected, spec, cluster),
+                         f"table {spec.name} and a clean run's")
 
 
 @pytest.fixture(scope="module")

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chispa import assert_df_equality
-from pyspark.sql import DataFrame, SparkSession
+from chispa.schema_comparer import assert_schema_equality
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 import coordinator_core as cc
@@ -53,6 +53,7 @@ from schemas.gold import GOLD_TABLES
 from schemas.logs import COORDINATOR_EVENTS
 from schemas.state import GROUP_STATE
 from tests.spark import splits
+from tests.spark.same_rows import assert_same_row_sets, rows_by
 from tests.spark.segment_files import Batch, marker, write_segment
 from tests.unit.test_history_builders import (
     at,
@@ -321,17 +322,16 @@ def test_every_split_leaves_the_oracle_rows(
         spark: SparkSession, nights: tuple[Config, list[splits.Split], list[OffsetEventsResult]]) -> None:
     config, cuts, results = nights
     tables = _tables(spark, config)
-    actual = tables.read(OFFSET_EVENTS).persist()
-    expected = oracle(tables).persist()
+    actual, expected = tables.read(OFFSET_EVENTS), oracle(tables)
+    assert_schema_equality(actual.schema, expected.schema, ignore_nullable=True, ignore_metadata=True)
+    # Each side collected once, compared per split in Python.
+    actual_rows, expected_rows = (rows_by(df, lambda r: r["cluster"]) for df in (actual, expected))
     for split in cuts:
-        try:
-            assert_df_equality(actual.where(F.col("cluster") == split.cluster),
-                               expected.where(F.col("cluster") == split.cluster),
-                               ignore_row_order=True, ignore_nullable=True, ignore_metadata=True)
-        except AssertionError as e:
-            raise AssertionError(f"{split.cluster} (seed {SEED}, cuts {split.cuts}) differs from the oracle") from e
+        assert_same_row_sets(actual_rows.get(split.cluster, []), expected_rows.get(split.cluster, []),
+                             f"offset_events of {split.cluster} (seed {SEED}, cuts {split.cuts}) and the oracle's",
+                             actual.columns)
     # The inputs show what they are meant to (for every k alike, as the comparison just proved).
-    kinds = {(r["cluster"], r["kind"]) for r in expected.where(F.col("cluster").endswith("-k1")).collect()}
+    kinds = {(r["cluster"], r["kind"]) for c, rows in expected_rows.items() if c.endswith("-k1") for r in rows}
     assert {k for c, k in kinds if c == "edge-k1"} == {
         "rewind", "non_member_commit", "stalled", "expired", "deleted", "group_deleted"}
     assert {k for c, k in kinds if c == "kafka-4.3.1-k1"} == {"stalled", "deleted", "group_deleted"}
@@ -340,38 +340,41 @@ def test_every_split_leaves_the_oracle_rows(
     assert any(r.tail_records for r in results) and any(r.rows_deleted for r in results)
 
 
+def _as_copy(row: Row, columns: list[str], k1: str, cluster: str) -> tuple[Any, ...]:
+    """A row of the k = 1 copy as the same input's `cluster` has it: its cluster's name, and a lock-step wave
+    named after it."""
+    values = list(row)
+    values[columns.index("cluster")] = cluster
+    if "lockstep_id" in columns and values[columns.index("lockstep_id")] is not None:
+        at = columns.index("lockstep_id")
+        values[at] = re.sub(f"^{re.escape(k1)}@", f"{cluster}@", values[at])
+    return tuple(values)
+
+
 def test_every_split_leaves_the_gold_tables_of_one_run(
         spark: SparkSession, nights: tuple[Config, list[splits.Split], list[OffsetEventsResult]]) -> None:
     """Every gold table of each input cut into k > 1 runs (RUNS) holds the rows of the same input in one run
     (its k = 1 copy), the cluster's name aside."""
     config, cuts, _ = nights
     tables = _tables(spark, config)
-    checked = 0
+    checked, filled = 0, set()
     for spec in GOLD_TABLES:
-        rows = splits.comparable(tables.read(spec)).persist()
-        try:
-            for split in cuts:
-                if split.runs == 1:
-                    continue
-                k1 = f"{split.source_cluster}-k1"
-                one_run = rows.where(F.col("cluster") == k1).withColumn("cluster", F.lit(split.cluster))
-                if "lockstep_id" in rows.columns:   # a lock-step wave is named after its cluster
-                    one_run = one_run.withColumn("lockstep_id", F.regexp_replace(
-                        "lockstep_id", f"^{re.escape(k1)}@", f"{split.cluster}@"))
-                got = rows.where(F.col("cluster") == split.cluster)
-                try:
-                    assert_df_equality(got, one_run, ignore_row_order=True, ignore_nullable=True,
-                                       ignore_metadata=True)
-                except AssertionError as e:
-                    raise AssertionError(f"{spec.name} of {split.cluster} (seed {SEED}, cuts {split.cuts}) differs "
-                                         "from one run's") from e
-                checked += 1
-        finally:
-            rows.unpersist()
+        rows = splits.comparable(tables.read(spec))
+        columns = rows.columns
+        by_cluster = rows_by(rows, lambda r: r["cluster"])  # the table collected once, compared per split
+        for split in cuts:
+            if split.runs == 1:
+                continue
+            k1 = f"{split.source_cluster}-k1"
+            one_run = [_as_copy(r, columns, k1, split.cluster) for r in by_cluster.get(k1, [])]
+            assert_same_row_sets(by_cluster.get(split.cluster, []), one_run,
+                                 f"{spec.name} of {split.cluster} (seed {SEED}, cuts {split.cuts}) and one run's",
+                                 columns)
+            checked += 1
+        if any(str(cluster).endswith("-k1") for cluster in by_cluster):
+            filled.add(spec.name)
     # Each input gives rows in every gold table (the comparisons are not of empty tables).
-    filled = {(r["cluster"], name) for name, spec in ((s.name, s) for s in GOLD_TABLES)
-              for r in tables.read(spec).where(F.col("cluster").endswith("-k1")).select("cluster").distinct().collect()}
-    assert {name for _, name in filled} == {spec.name for spec in GOLD_TABLES}, filled
+    assert filled == {spec.name for spec in GOLD_TABLES}, filled
     assert checked == len(GOLD_TABLES) * len([c for c in cuts if c.runs > 1])
 
 

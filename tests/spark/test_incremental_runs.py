@@ -19,7 +19,6 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from chispa import assert_df_equality
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -41,6 +40,7 @@ from jobs.stages import STAGES
 from schemas import CONSUMER_GROUP_RECORDS, COORDINATOR_EVENTS, GROUP_METADATA, OFFSET_COMMITS, RAW_OFFSETS
 from schemas.gold import GOLD_TABLES
 from schemas.state import GROUP_STATE
+from tests.spark.same_rows import assert_same_rows
 from tests.spark.sample_warehouse import SampleWarehouse
 from tests.spark.splits import comparable
 
@@ -131,7 +131,7 @@ def _assert_same_gold(got: Tables, expected: Tables) -> None:
         assert {r[0] for r in got.read(spec).select("cluster").distinct().collect()} <= {SAMPLE_CLUSTER}, spec.name
     wanted, have = _gold(expected), _gold(got)
     for name, want in wanted.items():
-        assert_df_equality(have[name], want, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True), name
+        assert_same_rows(have[name], want, f"{name} and one run's")
 
 
 def _run_in_pieces(spark: SparkSession, full: tuple[Path, Path, Tables, dict], k: int, seed: int,

@@ -36,6 +36,7 @@ from schemas import (
 )
 from tests.spark.fixtures_data import T0, write_sample
 from tests.spark.records import offset_commit
+from tests.spark.same_rows import assert_same_rows
 from tests.spark.segment_files import Batch, marker, write_segment
 
 # The archive and decode stages this file tests (later stages have their own tests).
@@ -72,10 +73,8 @@ def contents(tables: Tables, spec: TableSpec) -> DataFrame:
 
 def assert_same_tables(a: Tables, b: Tables) -> None:
     for spec in DATA_TABLES:
-        try:
-            assert_df_equality(contents(a, spec), contents(b, spec), ignore_row_order=True)
-        except AssertionError as e:
-            raise AssertionError(f"table {spec.name} differs") from e
+        assert_same_rows(contents(a, spec), contents(b, spec), f"table {spec.name}", ignore_nullable=False,
+                         ignore_metadata=False)
 
 
 @pytest.fixture(scope="module")
