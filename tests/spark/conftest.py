@@ -1,5 +1,5 @@
-"""Spark test fixtures: one local[2] session per test process, shared by its modules (UTC, 2 shuffle
-partitions, UI off, Delta configured by the jobs' own session builder), and a fresh catalog database per test."""
+"""Spark test fixtures: one local[1] session per test process, shared by its modules (UTC, 1 shuffle
+partition, UI off, Delta configured by the jobs' own session builder), and a fresh catalog database per test."""
 
 from __future__ import annotations
 
@@ -24,15 +24,23 @@ def spark_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("spark")
 
 
+#: Task slots of a test process's Spark: one. `scripts/test` runs one process per core, so a second slot only
+#: made each process's threads compete with the other's, and halved no query's work (every input is small):
+#: with one slot a query has half the tasks to schedule, serialize and start. Measured on the 2-core machine,
+#: test_incremental_runs alone (the shared warehouse's night and seven more): 285-294 busy core-seconds and
+#: 190-198 s with one slot, 317-334 core-s and 202-215 s with two (two runs each, alternating).
+TEST_CORES = 1
+
+
 def _test_config(spark_root: Path) -> Config:
     return Config(
         spark=SparkConfig(
-            master="local[2]",
+            master=f"local[{TEST_CORES}]",
             app_name="consumer-group-history-tests",
             catalog="in-memory",
             warehouse_dir=str(spark_root / "spark-warehouse"),
             metastore_dir="",
-            shuffle_partitions=2,
+            shuffle_partitions=TEST_CORES,
             show_progress=False,
             jars_dir=str(parse_config({"sources": {"mode": "none"}}).spark.jars_dir),
             extra={
@@ -45,9 +53,9 @@ def _test_config(spark_root: Path) -> Config:
                 # replay and what-if, offset events: ~100 SQL executions) from the status store, which
                 # keeps the last this many (the jobs keep 100).
                 "spark.sql.ui.retainedExecutions": "300",
-                "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
-                "spark.databricks.delta.snapshotPartitions": "2",
-                "spark.default.parallelism": "2",
+                "spark.sql.adaptive.coalescePartitions.initialPartitionNum": str(TEST_CORES),
+                "spark.databricks.delta.snapshotPartitions": str(TEST_CORES),
+                "spark.default.parallelism": str(TEST_CORES),
             },
         )
     )
@@ -118,7 +126,7 @@ class _SharedSession:
 
 @pytest.fixture(scope="module")
 def spark(spark_root: Path) -> Iterator[SparkSession]:
-    """The test process's SparkSession (local[2], in-memory catalog), shared by the modules one after the
+    """The test process's SparkSession (local[1], in-memory catalog), shared by the modules one after the
     other. A fresh JVM per module cost its start and, more, a cold JIT for every module's first queries;
     a session that ran the whole suite's hundreds of nightly runs kept enough of them (status store, block
     manager, shuffle bookkeeping) to run its driver out of heap (GC overhead limit exceeded, ~40 minutes

@@ -63,7 +63,7 @@ class Run:
 
 def _config_text(root: Path, samples: Path) -> str:
     """conf/local.toml's settings (both clusters, their broker and client logs, the Hive catalog) with every
-    path in the test's directory, local[2] and no UI."""
+    path in the test's directory, one task slot (the test process beside it has the other core) and no UI."""
     jars = parse_config({"sources": {"mode": "none"}}).spark.jars_dir
     logs = "".join(
         f'[[sources.logs]]\ncluster = "{c}"\nsource = "{source}"\npaths = ["{samples / c / pattern}"]\n'
@@ -82,17 +82,17 @@ database = "consumer_group_history"
 location = "{root / "wh" / "tables"}"
 
 [spark]
-master = "local[2]"
+master = "local[1]"
 catalog = "hive"
 warehouse_dir = "{root / "wh" / "spark-warehouse"}"
 metastore_dir = "{root / "wh" / "metastore_db"}"
-shuffle_partitions = 2
+shuffle_partitions = 1
 jars_dir = "{jars}"
 
 [spark.extra]
 "spark.ui.enabled" = "false"
 "spark.driver.memory" = "2g"
-"spark.databricks.delta.snapshotPartitions" = "2"
+"spark.databricks.delta.snapshotPartitions" = "1"
 
 [storms]
 min_rebalances = 12

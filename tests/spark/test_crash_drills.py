@@ -97,7 +97,8 @@ def clean(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, sample_
 
 
 def _toml(config: Config, spark_dir: Path) -> str:
-    """The drill's configuration as a file for `python -m jobs.nightly --conf` (absolute paths)."""
+    """The drill's configuration as a file for `python -m jobs.nightly --conf` (absolute paths; one task slot,
+    as the test processes' own sessions: tests/spark/conftest.py's TEST_CORES)."""
     jars = parse_config({"sources": {"mode": "none"}}).spark.jars_dir
     logs = "".join(
         f'[[sources.logs]]\ncluster = "{s.cluster}"\nsource = "{s.source}"\npaths = ["{s.paths[0]}"]\n'
@@ -115,17 +116,17 @@ database = "{config.tables.database}"
 location = "{config.tables.location}"
 
 [spark]
-master = "local[2]"
+master = "local[1]"
 catalog = "in-memory"
 warehouse_dir = "{spark_dir}"
 metastore_dir = ""
-shuffle_partitions = 2
+shuffle_partitions = 1
 jars_dir = "{jars}"
 show_progress = false
 
 [spark.extra]
 "spark.ui.enabled" = "false"
-"spark.databricks.delta.snapshotPartitions" = "2"
+"spark.databricks.delta.snapshotPartitions" = "1"
 
 [storms]
 min_rebalances = {st.min_rebalances}
