@@ -15,10 +15,13 @@ from typing import Any
 import pytest
 
 #: Units that take minutes (CI durations), handed out first; every other unit follows in collection order.
+#: xdist hands each worker two units at the start, alternately: the first worker's first unit builds the
+#: shared sample warehouse (tests/spark/sample_warehouse.py), the second worker's first unit does not need it
+#: (it would wait, its core idle, while the first builds it on one task slot).
 LONGEST_FIRST = (
     "tests/spark/test_crash_drills.py",
-    "tests/spark/test_incremental_runs.py",
     "tests/spark/test_gold_splits.py",
+    "tests/spark/test_incremental_runs.py",
     "tests/integration",
     "tests/spark/test_maintenance.py",
     "tests/cluster/test_standalone_cluster.py",
