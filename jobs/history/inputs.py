@@ -183,10 +183,12 @@ def new_attributed_events(tables: Tables, run: RunRange, new_records: DataFrame 
 def new_topic_names(tables: Tables, run: RunRange) -> dict[str, dict[str, str]]:
     """cluster -> topic id -> name from the run's new offset commits that carry a topic id (value v4+).
 
-    KIP-848 records name partitions by topic id; each group's fold state keeps the names it has learnt."""
+    KIP-848 records name partitions by topic id; each group's fold state keeps the names it has learnt, in
+    the order given here: sorted, so that a state's bytes do not depend on how many partitions the distinct
+    rows came from (a state of 1 task slot and one of 2 pickled the same names in other orders)."""
     rows = (run.new_rows(tables, OFFSET_COMMITS).where(F.col("topic_id").isNotNull())
             .select("cluster", "topic_id", "topic").distinct().collect())
     names: dict[str, dict[str, str]] = {}
-    for r in rows:
+    for r in sorted(rows, key=lambda r: (r["cluster"], r["topic_id"], r["topic"])):
         names.setdefault(r["cluster"], {})[r["topic_id"]] = r["topic"]
     return names
