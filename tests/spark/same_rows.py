@@ -18,8 +18,14 @@ from typing import Any
 from chispa.schema_comparer import assert_schema_equality
 from pyspark.sql import DataFrame, Row
 
-#: Rows of a difference shown in a failure message, per side.
+#: Rows of a difference shown in a failure message, per side, and the characters shown of each (a state
+#: column's compressed bytes run to kilobytes).
 SHOWN = 8
+SHOWN_CHARS = 400
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}... ({len(text)} characters)"
 
 
 def hashable(value: Any) -> Hashable:
@@ -47,7 +53,7 @@ def assert_same_row_sets(got: Iterable[Any], want: Iterable[Any], what: str = "r
     def show(rows: Counter[Hashable]) -> str:
         listed = sorted(rows.elements(), key=repr)
         more = f"\n    ... and {len(listed) - SHOWN} more" if len(listed) > SHOWN else ""
-        return "".join(f"\n    {row!r}" for row in listed[:SHOWN]) + more
+        return "".join(f"\n    {_cut(repr(row))}" for row in listed[:SHOWN]) + more
 
     raise AssertionError(
         f"{what} differ{header}: {sum(missing.values())} expected rows missing, {sum(extra.values())} unexpected"

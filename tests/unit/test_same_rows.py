@@ -26,3 +26,9 @@ def test_a_missing_changed_or_repeated_row_fails_and_is_shown(got: list, want: l
     with pytest.raises(AssertionError, match=shown) as failure:
         assert_same_row_sets(got, want, "t", ["group", "n"])
     assert "t differ (columns group, n)" in str(failure.value)
+
+
+def test_a_long_row_is_shown_cut() -> None:
+    with pytest.raises(AssertionError) as failure:
+        assert_same_row_sets([("g1", b"x" * 5000)], [("g1", b"y" * 5000)])
+    assert len(str(failure.value)) < 2000 and "characters)" in str(failure.value)
