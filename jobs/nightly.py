@@ -205,7 +205,7 @@ def _run_claimed(
                 log(plan_for_input(spark, config.spark, _new_input_bytes(ctx, with_sources=False)))
             log(f"stage {stage.name}: started")
             t0 = time.monotonic()
-            with watching(spark.sparkContext, f"stage {stage.name}"):
+            with watching(spark.sparkContext, f"stage {stage.name}", every=config.run.progress_seconds):
                 stage.run(ctx)
             ctx.stage_seconds[stage.name] = round(time.monotonic() - t0, 3)
             log(f"stage {stage.name}: done in {ctx.stage_seconds[stage.name]:.1f}s{_stage_records(ctx, stage.name)}")

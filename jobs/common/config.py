@@ -270,17 +270,22 @@ class LogsConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """The warehouse claim that keeps two runs from appending at once (jobs/common/run_lock.py).
+    """How a run claims the warehouse (jobs/common/run_lock.py) and how often it says what it is doing.
 
     ``lock_stale_hours``: a claim older than this, left by a run that died without releasing it, may be
     taken over by the next run; keep it above the longest run you expect.
+    ``progress_seconds``: a stage running longer than this prints a progress line (its Spark tasks done, or
+    that the driver is at work) every this many seconds (jobs/common/progress.py).
     """
 
     lock_stale_hours: float = 12.0
+    progress_seconds: float = 15.0
 
     def __post_init__(self) -> None:
         if not self.lock_stale_hours > 0:
             raise ConfigError(f"run.lock_stale_hours must be more than 0, found {self.lock_stale_hours}")
+        if not self.progress_seconds > 0:
+            raise ConfigError(f"run.progress_seconds must be more than 0, found {self.progress_seconds}")
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,9 @@ SILENCED = re.compile(r" WARN (HiveExternalCatalog|ObjectStore|HiveConf|SessionS
 #: Spark's console chatter that a configured log4j and show_progress = false keep out.
 SPARK_CHATTER = ("Using Spark's default log4j profile", "Setting default log level", "[Stage ")
 MAX_LINE = 300
+#: `[run] progress_seconds` of the runs: short, so that the first run's history stage prints progress lines
+#: (with the default 15 s it did only on a busy machine).
+PROGRESS_SECONDS = 3
 #: A client log line that no coordinator logic reads: the second run has one new line and nothing else new.
 APPENDED_TO = ("kafka-3.9.1", "java-static-members-a.log")
 APPENDED_LINE = "[2026-11-21 05:53:30,000] INFO an unrelated line appended by the test (org.example.Unrelated)\n"
@@ -105,6 +108,9 @@ lockstep_min_groups = 3
 [report]
 path = "{root / "wh" / "report" / "rebalance-audit.html"}"
 groups_shown = 4
+
+[run]
+progress_seconds = {PROGRESS_SECONDS}
 '''
 
 
@@ -198,8 +204,8 @@ def test_the_console_has_no_silenced_spark_warnings_no_bars_and_no_long_lines(ru
     # The job's own progress: each counting stage's last line has its records and rate.
     for stage, what in (("ingest", "records read"), ("decode", "records decoded"), ("logs", "log lines read")):
         assert re.search(rf"stage {stage}: done in [0-9.]+s, \d+ {what} \(\d+/s\)", runs.first.stderr), stage
-    # The first run's history stage takes well over the 15 s between progress lines (~40 s on a quiet machine).
-    # (a line says what runs at that moment: Spark tasks, or the driver's own work between jobs)
+    # The first run's history stage takes well over the PROGRESS_SECONDS between progress lines (10-15 s on a
+    # quiet machine): a line says what runs at that moment (Spark tasks, or the driver's own work between jobs).
     assert re.search(r"stage history: \d+s(, Spark tasks \d+/\d+| \(driver work, no Spark tasks running\))",
                      runs.first.stderr)
 

@@ -171,6 +171,7 @@ def test_min_rebalances_out_of_range_is_one_line_naming_file_key_and_value(tmp_p
     ("report", "groups_shown", 0, 1, "1 or more"),
     ("spark", "shuffle_partitions", 0, 1, "1 or more"),
     ("decode", "arrow_batch_size", 0, 1, "1 or more"),
+    ("run", "progress_seconds", 0, 0.5, "more than 0"),
 ])
 def test_thresholds_out_of_range_are_errors_and_their_bounds_are_accepted(
         section: str, key: str, bad: float, good: float, rule: str) -> None:
