@@ -203,13 +203,19 @@ class RunClaim:
         """The latest claim or release: from the notes of the table's last commits (the Delta log, no
         query), from the table itself when they are not there."""
         version = self.tables.version(RUN_CLAIMS)
-        for v in range(version, max(0, version - _NOTE_LOOKBACK), -1):
+        oldest = max(0, version - _NOTE_LOOKBACK + 1)
+        for v in range(version, oldest - 1, -1):
             note = _commit_note_at(self.tables, v)
             if note is None:
                 break  # that commit file is gone (log retention): read the table
             found = ClaimEvent.from_note(note)
             if found is not None:
                 return found
+        else:
+            if oldest == 0:
+                # Every commit since the table's creation read, none a claim's: no row was ever written (only
+                # `_append` writes rows, each with its note). A new warehouse's first run asks no query here.
+                return None
         rows = self.tables.read(RUN_CLAIMS).orderBy(F.col("seq").desc()).limit(1).collect()
         return ClaimEvent(**rows[0].asDict()) if rows else None
 

@@ -58,9 +58,26 @@ def _someone(seq: int, **changes: object) -> ClaimEvent:
     return dataclasses.replace(base, **changes)
 
 
+def _latest_without_a_query(tables: Tables) -> ClaimEvent | None:
+    """RunClaim.latest, asserted to have read the Delta log only (no Spark job ran for it)."""
+    context = tables.spark.sparkContext
+    context.setJobGroup("claim-latest", "RunClaim.latest")
+    try:
+        found = RunClaim(tables, "reader", "jobs.nightly", 12).latest()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    assert list(context.statusTracker().getJobIdsForGroup("claim-latest")) == []
+    return found
+
+
 def test_a_second_claim_is_refused_while_the_first_holds_and_taken_after_its_release(tables: Tables) -> None:
+    # A new warehouse's claims table: nobody holds it, read from its creation commit alone.
+    tables.ensure(RUN_CLAIMS)
+    assert _latest_without_a_query(tables) is None
     first = RunClaim(tables, "run-1", "jobs.nightly", 12)
     first.claim()
+    held = _latest_without_a_query(tables)
+    assert held is not None and (held.seq, held.event, held.run_id) == (1, "claimed", "run-1")
     with pytest.raises(WarehouseClaimed) as refused:
         RunClaim(tables, "run-2", "jobs.nightly", 12).claim()
     message = str(refused.value)
