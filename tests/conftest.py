@@ -31,6 +31,11 @@ LONGEST_FIRST = (
 )
 
 
+#: Per test process (an xdist worker's id, or "this process"), the test modules that started a Spark driver
+#: JVM (tests/spark/conftest.py): printed at the end of the run, as each start costs a cold JIT.
+SPARK_JVMS_STARTED_FOR = pytest.StashKey[dict[str, list[str]]]()
+
+
 def _unit(nodeid: str) -> str:
     path = nodeid.split("::", 1)[0]
     return "tests/integration" if path.startswith("tests/integration/") else path
@@ -64,3 +69,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             super()._assign_work_unit(node)
 
     return LongestFirst(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist's controller: keep what a finished worker reported of its Spark JVMs."""
+    started = getattr(node, "workeroutput", {}).get("spark_jvms_started_for")
+    if started is not None:
+        node.config.stash.setdefault(SPARK_JVMS_STARTED_FOR, {})[node.gateway.id] = started
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """One line per test process: how many Spark driver JVMs it started, and for which module."""
+    for process, modules in sorted(config.stash.get(SPARK_JVMS_STARTED_FOR, {}).items()):
+        if modules:
+            terminalreporter.write_line(f"Spark driver JVMs started by {process}: {len(modules)} "
+                                        f"({', '.join(modules)})")

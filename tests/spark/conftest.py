@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 from jobs.common.config import Config, SparkConfig, TablesConfig, parse_config
 from jobs.common.delta_io import Tables
 from jobs.common.session import build_session, plan_for_input
+from tests.conftest import SPARK_JVMS_STARTED_FOR
 from tests.spark.sample_warehouse import SampleWarehouse, shared_sample_warehouse
 
 _databases = itertools.count()
@@ -71,15 +72,19 @@ class _SharedSession:
 
     session: SparkSession | None = None
     modules: int = 0
+    #: the Spark driver JVMs this process started, each with the test module that started it: every start
+    #: costs a cold JIT and class loading (~25 s of a first nightly run), so `tests/conftest.py` prints them
+    started_for: list[str] = []  # noqa: RUF012 - one per process, like the session
     #: the session's SQL settings as built: a module's changes (a nightly run plans by its input's size) are
     #: undone before the next module
     settings: dict[str, str] = {}  # noqa: RUF012 - one per process, like the session
 
     @classmethod
-    def get(cls, spark_root: Path) -> SparkSession:
+    def get(cls, spark_root: Path, module: str = "?") -> SparkSession:
         if cls.session is None:
             config = _test_config(spark_root)
             cls.session = build_session(config)
+            cls.started_for.append(module)
             # Every test's input is small: the session plans as a small night does (`plan_for_input`: no
             # adaptive re-planning, no broadcast by size, interpreted rather than compiled), also for the
             # tests that call a stage without a nightly run (which plans by its input itself).
@@ -125,27 +130,33 @@ class _SharedSession:
 
 
 @pytest.fixture(scope="module")
-def spark(spark_root: Path) -> Iterator[SparkSession]:
+def spark(spark_root: Path, request: pytest.FixtureRequest) -> Iterator[SparkSession]:
     """The test process's SparkSession (local[1], in-memory catalog), shared by the modules one after the
     other. A fresh JVM per module cost its start and, more, a cold JIT for every module's first queries;
     a session that ran the whole suite's hundreds of nightly runs kept enough of them (status store, block
     manager, shuffle bookkeeping) to run its driver out of heap (GC overhead limit exceeded, ~40 minutes
     in, in CI). So between modules the catalog and caches are emptied and the JVM's heap is measured after
     a full GC: over `RESTART_ABOVE_HEAP_SHARE` of its maximum, the next module gets a new JVM."""
-    session = _SharedSession.get(spark_root)
+    session = _SharedSession.get(spark_root, request.node.nodeid)
     yield session
     _SharedSession.after_module()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     _SharedSession.stop()
+    # Handed to the xdist controller (tests/conftest.py prints it), or kept for this process's own summary.
+    started = list(_SharedSession.started_for)
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["spark_jvms_started_for"] = started
+    elif started:  # (xdist's controller starts none)
+        session.config.stash.setdefault(SPARK_JVMS_STARTED_FOR, {})["this process"] = started
 
 
 @pytest.fixture(scope="session")
 def sample_warehouse(spark_root: Path, tmp_path_factory: pytest.TempPathFactory) -> SampleWarehouse:
     """The embedded default's night (conf/local.toml's inputs, every stage), built once per test session for
     the tests that read it (tests/spark/sample_warehouse.py)."""
-    return shared_sample_warehouse(_SharedSession.get(spark_root), tmp_path_factory)
+    return shared_sample_warehouse(_SharedSession.get(spark_root, "the shared sample warehouse"), tmp_path_factory)
 
 
 def _stop_with_its_jvm(session: SparkSession) -> None:
