@@ -77,8 +77,8 @@ STALL_MS = 5_000
 #: The splits fed at the Spark level: one run, two, and one random k of 3..6 per seed. What only Spark can break
 #: (the wiring, the MERGE keys, the state's round trip through group_state, change-feed ranges) shows in any
 #: split of two runs or more; the property over many random splits lives where the folds do, in the core's
-#: hypothesis tests (tests/unit/test_history_fold.py, test_storms_fold.py, test_whatif_fold.py). The offset
-#: events have no core fold yet (issue 30): their oracle comparison here is their split test.
+#: hypothesis tests (tests/unit/test_history_fold.py, test_storms_fold.py, test_whatif_fold.py, and
+#: test_offset_fold.py for the offset events, whose oracle comparison here adds the Spark stage's wiring).
 RUNS = (1, 2, random.Random(f"k:{SEED}").randint(3, 6))
 FLEET = FleetSpec(cluster="synthetic", groups=40, partitions=4, seed=11, rebalance_rate=0.05, tombstone_rate=0.04,
                   abort_rate=0.3)
