@@ -205,26 +205,23 @@ def test_rerun_of_the_same_input_changes_nothing(
     assert (second["records_read"], second["records_archived"], second["records_decoded"]) == (14, 0, 0)
 
 
-def test_crash_between_stages_then_normal_run_equals_clean_run(
-    spark: SparkSession, clean_run: Config, tmp_path: Path, sample_dir: Path
-) -> None:
-    config = segment_config(tmp_path, sample_dir)
-    with pytest.raises(StoppedAfterStage):
-        run_nightly(spark, config, stages=ARCHIVE_STAGES, stop_after="ingest")
-    tables = tables_of(spark, config)
-    assert tables.read(INGEST_RUNS).count() == 0  # not committed
-    run_nightly(spark, config, stages=ARCHIVE_STAGES)
-    assert_same_tables(tables, tables_of(spark, clean_run))
-
-
-def test_crash_in_the_middle_of_decode_then_normal_run_equals_clean_run(
+def test_a_run_stopped_after_ingest_then_one_dying_in_decode_then_a_normal_run_equal_the_clean_run(
     spark: SparkSession, clean_run: Config, tmp_path: Path, sample_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """One warehouse, two deaths in a row (as tests/spark/test_crash_drills.py chains its kills): a run stopped
+    between two stages, then a run that dies in the middle of decode, then a run that finishes: the tables of
+    the clean run."""
     config = segment_config(tmp_path, sample_dir)
+    tables = tables_of(spark, config)
+    # 1. Between two stages: after ingest, the run not committed.
+    with pytest.raises(StoppedAfterStage):
+        run_nightly(spark, config, stages=ARCHIVE_STAGES, stop_after="ingest")
+    assert tables.read(INGEST_RUNS).count() == 0  # not committed
+    # 2. In the middle of decode: offset_commits, group_metadata and group_members written, then an executor lost.
     real_append = Tables.append
 
     def dying_append(self: Tables, spec: TableSpec, rows: DataFrame, *args: Any, **kwargs: Any) -> None:
-        if spec is DECODE_ERRORS:  # offset_commits, group_metadata and group_members already written
+        if spec is DECODE_ERRORS:
             raise RuntimeError("executor lost (simulated)")
         real_append(self, spec, rows, *args, **kwargs)
 
@@ -232,8 +229,9 @@ def test_crash_in_the_middle_of_decode_then_normal_run_equals_clean_run(
     with pytest.raises(RuntimeError, match="simulated"):
         run_nightly(spark, config, stages=ARCHIVE_STAGES)
     monkeypatch.setattr(Tables, "append", real_append)
-    tables = tables_of(spark, config)
     assert tables.read(OFFSET_COMMITS).count() == 8  # the partial writes are there ...
+    assert tables.read(INGEST_RUNS).count() == 0
+    # 3. A run that finishes.
     run_nightly(spark, config, stages=ARCHIVE_STAGES)
     assert_same_tables(tables, tables_of(spark, clean_run))  # ... and were rolled back and redone once
 
