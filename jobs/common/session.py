@@ -46,6 +46,17 @@ def local_jars(jars_dir: str) -> list[str]:
 #: executors' JVM options are the cluster's (`spark.executor.extraJavaOptions`, see conf/cluster.example.toml).
 LOCAL_GC_OPTION = "-XX:+UseParallelGC"
 
+#: The JIT compiler of a local-mode JVM: C2 (the optimising tier) compiles a method after 10x the default
+#: invocations and loop iterations. A nightly run plans and runs a few hundred small queries: Catalyst,
+#: Delta and the scheduler run thousands of methods just often enough to reach C2's default thresholds, so C2
+#: spent more CPU compiling than the driver spent planning (threads' CPU on the samples, one 2-core machine:
+#: a first run 53 of its 117 CPU-s in the compiler threads, each later run of the same JVM 11-20 s of
+#: 47-58). The methods a large night spends its time in (per-row reading, writing, shuffling) pass the raised
+#: thresholds within its first seconds and are compiled as before. Figures in issue 29's closing notes;
+#: C1 alone (TieredStopAtLevel=1) was slower from the second run on, 30x thresholds slower in wall time.
+LOCAL_JIT_OPTIONS = ("-XX:Tier4InvocationThreshold=50000", "-XX:Tier4MinInvocationThreshold=6000",
+                     "-XX:Tier4CompileThreshold=150000", "-XX:Tier4BackEdgeThreshold=400000")
+
 #: The jobs' log4j2 settings (Spark's WARN lines that mean nothing to an operator silenced, each with its
 #: reason). Given to the driver JVM of local runs; under spark-submit with --driver-java-options (README).
 LOG4J2_PROPERTIES = Path(__file__).resolve().parents[2] / "conf" / "log4j2.properties"
@@ -115,7 +126,7 @@ def spark_conf(spark: SparkConfig, *, for_shell: bool = False) -> dict[str, str]
     }
     driver_java_options = []
     if spark.master.startswith("local") and (for_shell or not launched_by_spark_submit()):
-        driver_java_options.append(LOCAL_GC_OPTION)
+        driver_java_options += [LOCAL_GC_OPTION, *LOCAL_JIT_OPTIONS]
     if for_shell or not launched_by_spark_submit():
         driver_java_options += log4j2_option()
     if spark.catalog == "hive" and spark.metastore_dir and "://" not in spark.metastore_dir:

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from jobs.common.config import PROJECT_ROOT, ConfigError, KafkaSource, load_config, parse_config
-from jobs.common.session import LOCAL_GC_OPTION, PYTHON_DAEMON_MODULE, spark_conf
+from jobs.common.session import LOCAL_GC_OPTION, LOCAL_JIT_OPTIONS, PYTHON_DAEMON_MODULE, spark_conf
 from jobs.ingest.kafka_source import kafka_options
 
 
@@ -79,7 +79,8 @@ def test_a_local_jvm_collects_garbage_for_throughput_and_keeps_the_metastore_hom
     local = load_config(PROJECT_ROOT / "conf" / "local.toml").spark
     options = spark_conf(local)["spark.driver.extraJavaOptions"].split()
     quiet_log4j = f"-Dlog4j2.configurationFile=file:{PROJECT_ROOT / 'conf' / 'log4j2.properties'}"
-    assert options == [LOCAL_GC_OPTION, quiet_log4j, f"-Dderby.system.home={Path(local.metastore_dir).parent}"]
+    assert options == [LOCAL_GC_OPTION, *LOCAL_JIT_OPTIONS, quiet_log4j,
+                       f"-Dderby.system.home={Path(local.metastore_dir).parent}"]
 
     # Under spark-submit the JVM is already running with the options the user gave it.
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
@@ -90,9 +91,15 @@ def test_a_local_jvm_collects_garbage_for_throughput_and_keeps_the_metastore_hom
     assert spark_conf(replace(cluster, master="yarn"))["spark.driver.extraJavaOptions"].split() == [quiet_log4j]
 
 
-def test_the_session_jvm_runs_the_parallel_collector(spark: SparkSession) -> None:
-    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()  # type: ignore[attr-defined]
+def test_the_session_jvm_runs_the_parallel_collector_and_the_raised_jit_thresholds(spark: SparkSession) -> None:
+    management = spark.sparkContext._jvm.java.lang.management  # type: ignore[attr-defined]
+    beans = management.ManagementFactory.getGarbageCollectorMXBeans()
     assert sorted(bean.getName() for bean in beans) == ["PS MarkSweep", "PS Scavenge"]
+    # The running JVM's own values (a flag it did not take would read as the default, 5000 ...).
+    hotspot = management.ManagementFactory.getPlatformMXBean(
+        spark.sparkContext._jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))  # type: ignore[attr-defined]
+    given = dict(option.removeprefix("-XX:").split("=") for option in LOCAL_JIT_OPTIONS)
+    assert {name: hotspot.getVMOption(name).getValue() for name in given} == given
 
 
 def test_local_python_workers_skip_rereading_unchanged_zips(spark: SparkSession) -> None:
