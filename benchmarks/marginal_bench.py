@@ -47,12 +47,13 @@ def _timed(seconds: dict[str, float], name: str, function: Callable[..., Any]) -
     return timed
 
 
-def _one_size(records: int, groups: int, workdir: Path, driver_memory: str) -> dict[str, Any]:
+def _one_size(records: int, groups: int, workdir: Path, driver_memory: str,
+              settings: dict[str, str] | None = None) -> dict[str, Any]:
     import importlib
 
     from jobs.common.config import Config, ReportConfig, SourcesConfig, SparkConfig, TablesConfig
     from jobs.common.delta_io import Tables
-    from jobs.common.session import build_session
+    from jobs.common.session import build_session, plan_for_input
     from jobs.nightly import run_nightly
     from jobs.synthetic_fleet import FleetSpec, write_fleet
     from schemas import RAW_OFFSETS
@@ -65,7 +66,7 @@ def _one_size(records: int, groups: int, workdir: Path, driver_memory: str) -> d
             master="local[2]", catalog="in-memory", warehouse_dir=str(workdir / "spark-warehouse"),
             metastore_dir="", shuffle_partitions=8, show_progress=False,
             extra={"spark.ui.enabled": "false", "spark.driver.memory": driver_memory,
-                   "spark.databricks.delta.snapshotPartitions": "8"},
+                   "spark.databricks.delta.snapshotPartitions": "8", **(settings or {})},
         ),
     )
     spark = build_session(config)
@@ -86,6 +87,9 @@ def _one_size(records: int, groups: int, workdir: Path, driver_memory: str) -> d
     result["history_steps_s"] = steps
     # The floor after the run, with the JVM as warm as the stages had it (a copy as the process's first
     # Delta write costs about the same at any size: JIT and first-use costs, not I/O).
+    # With the configured (compiled, adaptive) settings: the run may have left a small night's interpreted
+    # ones, under which the copy took ~6x as long per record.
+    plan_for_input(spark, config.spark, None)
     t0 = time.monotonic()
     tables.read(RAW_OFFSETS).write.format("delta").save(str(workdir / "plain_copy"))
     result["floor_s"] = time.monotonic() - t0
@@ -111,11 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=2000)
     parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--workdir", default=None, help="where the tables go (default: a temp dir, removed)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for both sizes' sessions (repeatable); a planning setting named here "
+                             "is kept over the one the run chooses by its input's size (plan_for_input)")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    settings = dict(item.split("=", 1) for item in args.set)
 
     if args.one is not None:  # child process: one size, JSON on the last line of stdout
-        print(json.dumps(_one_size(args.one, args.groups, Path(args.workdir), args.driver_memory)))
+        print(json.dumps(_one_size(args.one, args.groups, Path(args.workdir), args.driver_memory, settings)))
         return 0
 
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -129,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[bench] {size:,} records, {args.groups:,} groups, in {workdir} ...", file=sys.stderr, flush=True)
         out = subprocess.run(
             [sys.executable, "-m", "benchmarks.marginal_bench", "--one", str(size), "--groups", str(args.groups),
-             "--workdir", str(workdir), "--driver-memory", args.driver_memory],
+             "--workdir", str(workdir), "--driver-memory", args.driver_memory,
+             *[f"--set={item}" for item in args.set]],
             check=True, cwd=ROOT, stdout=subprocess.PIPE, text=True,
         ).stdout.strip().splitlines()[-1]
         results.append(json.loads(out))

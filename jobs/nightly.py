@@ -197,12 +197,12 @@ def _run_claimed(
         ctx.extra["rebuild"] = "every gold table recomputed from the archive from an empty group_state"
     log(f"run {ctx.run_id}: stages {', '.join(s.name for s in stages)}")
     names = {s.name for s in stages}
-    log(plan_for_input(spark, config.spark, _new_input_bytes(ctx, with_sources="ingest" in names)))
+    log(plan_for_input(spark, config.spark, *_new_input(ctx, with_sources="ingest" in names)))
     try:
         for stage in stages:
             if stage.name == "decode" and "ingest" in names:
                 # what the ingest archived is known now: the later stages read that, not the sources
-                log(plan_for_input(spark, config.spark, _new_input_bytes(ctx, with_sources=False)))
+                log(plan_for_input(spark, config.spark, *_new_input(ctx, with_sources=False)))
             log(f"stage {stage.name}: started")
             t0 = time.monotonic()
             with watching(spark.sparkContext, f"stage {stage.name}", every=config.run.progress_seconds):
@@ -224,16 +224,19 @@ def _run_claimed(
     return ctx
 
 
-def _new_input_bytes(ctx: RunContext, *, with_sources: bool) -> int | None:
-    """What the run reads that is new, in bytes, to plan its queries by (`plan_for_input`): the archived
-    records not decoded yet (raw_offsets' files added since the committed run's decode), and with
-    `with_sources` the segment files the ingest reads (None for a live read: its size is not known before)."""
-    pending = ctx.tables.bytes_added_since(RAW_OFFSETS, ctx.committed.raw_version_decoded)
+def _new_input(ctx: RunContext, *, with_sources: bool) -> tuple[int | None, int | None]:
+    """What the run reads that is new, to plan its queries by (`plan_for_input`): bytes and rows of the
+    archived records not decoded yet (raw_offsets' files added since the committed run's decode), and with
+    `with_sources` the bytes of the segment files the ingest reads (None for a live read: its size is not
+    known before; their records are not counted before the ingest reads them)."""
+    since = ctx.committed.raw_version_decoded
+    pending = ctx.tables.bytes_added_since(RAW_OFFSETS, since)
+    records = ctx.tables.records_added_since(RAW_OFFSETS, since)
     if not with_sources or ctx.config.sources.mode == "none":
-        return pending
+        return pending, records
     if ctx.config.sources.mode != "segments":
-        return None
-    return pending + sum(source_bytes(ctx.tables.spark, s.path) for s in ctx.config.sources.segments)
+        return None, records
+    return pending + sum(source_bytes(ctx.tables.spark, s.path) for s in ctx.config.sources.segments), records
 
 
 def _stage_records(ctx: RunContext, stage: str) -> str:

@@ -352,6 +352,20 @@ class Tables:
                     total += int(add.get("size") or 0)
         return total
 
+    def records_added_since(self, spec: TableSpec, version: int) -> int | None:
+        """Rows in the data files the commits after `version` added with new rows, from the files' statistics
+        in the commit files (None when a file has none: statistics can be turned off)."""
+        total = 0
+        for v in range(version + 1, self.version(spec) + 1):
+            for action in self.commit_actions(spec, v) or []:
+                add = action.get("add")
+                if add and add.get("dataChange", True):
+                    records = json.loads(add.get("stats") or "{}").get("numRecords")
+                    if records is None:
+                        return None
+                    total += int(records)
+        return total
+
     def commit_actions(self, spec: TableSpec, version: int) -> list[dict[str, Any]] | None:
         """The actions of one commit file of the table, read from its log (None when it was cleaned up)."""
         jvm = driver_jvm(self.spark)

@@ -201,6 +201,14 @@ def _quiet_expected_warnings(spark: SparkSession) -> None:
 #: 152 -> 111 s and a warm one 68-72 -> 57-63 s, measured side by side. Larger nights keep the configured
 #: settings, where coalescing, skew handling, broadcasting and compiled code pay.
 SMALL_INPUT_BYTES = 32 << 20
+#: ... and, where the rows are counted (the archived records not decoded yet: the stages after the ingest
+#: read those), fewer than this many. Archived rows compress well (the synthetic fleet's to ~14 bytes a
+#: record), so 32 MiB of them held 2.3M records, and nights far past the point where compiled code pays ran
+#: interpreted: on the 2-core machine (benchmarks/marginal_bench.py, 2,000 groups, compiled = the configured
+#: settings given with --set) a whole night took 50 s interpreted / 60 s compiled at 100k records and 59 /
+#: 63-66 s at 300k, each further record costing 45 us interpreted and 14-32 us compiled (offset events: 16
+#: against 3-7 us): about even at 500k, and compiled code ahead beyond.
+SMALL_INPUT_RECORDS = 500_000
 ADAPTIVE = "spark.sql.adaptive.enabled"
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
@@ -208,11 +216,13 @@ WHOLE_STAGE_CODEGEN = "spark.sql.codegen.wholeStage"
 CODEGEN_FACTORY = "spark.sql.codegen.factoryMode"
 
 
-def plan_for_input(spark: SparkSession, config: SparkConfig, new_bytes: int | None) -> str:
+def plan_for_input(spark: SparkSession, config: SparkConfig, new_bytes: int | None,
+                   new_records: int | None = None) -> str:
     """Choose the session's query planning settings for input of `new_bytes` (None: unknown, e.g. a live
-    read: the configured settings) and say which, in a few words. A setting named in `[spark.extra]` is the
-    operator's and is never changed."""
-    small = new_bytes is not None and new_bytes < SMALL_INPUT_BYTES
+    read: the configured settings) and, when known, `new_records`, and say which, in a few words. A setting
+    named in `[spark.extra]` is the operator's and is never changed."""
+    small = (new_bytes is not None and new_bytes < SMALL_INPUT_BYTES
+             and (new_records is None or new_records < SMALL_INPUT_RECORDS))
     # as `spark_conf` sets them (None: Spark's default)
     wanted: dict[str, str | None] = {ADAPTIVE: "true", SHUFFLE_PARTITIONS: str(config.shuffle_partitions),
                                      BROADCAST_THRESHOLD: None, WHOLE_STAGE_CODEGEN: None, CODEGEN_FACTORY: None}
@@ -228,6 +238,8 @@ def plan_for_input(spark: SparkSession, config: SparkConfig, new_bytes: int | No
         else:
             spark.conf.set(key, value)
     size = "unknown" if new_bytes is None else f"{new_bytes / (1 << 20):.1f} MiB"
+    if new_records is not None:
+        size += f", {new_records:,} records"
     return (f"new input {size}: " + ("small, queries planned statically and interpreted" if small
                                      else "adaptive query execution")
             + f" ({ADAPTIVE}={spark.conf.get(ADAPTIVE)}, {SHUFFLE_PARTITIONS}={spark.conf.get(SHUFFLE_PARTITIONS)})")

@@ -70,10 +70,11 @@ def test_an_existing_table_is_registered_as_it_is(spark: SparkSession, tables: T
 
 def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statically(
         spark: SparkSession, tables: Tables) -> None:
-    """bytes_added_since sums the data files the later commits added (their sizes on disk, listed here), not a
-    compaction's rewrite; plan_for_input turns adaptive execution off and the shuffle partitions down to the
-    cores below SMALL_INPUT_BYTES, broadcast joins and generated code off, back to the configured values (and
-    Spark's defaults) above it, and leaves a setting the operator named in [spark.extra] alone."""
+    """bytes_added_since (records_added_since) sums the sizes on disk (rows) of the data files the later commits
+    added, not a compaction's rewrite; plan_for_input turns adaptive execution off and the shuffle partitions
+    down to the cores below SMALL_INPUT_BYTES (and SMALL_INPUT_RECORDS where the rows are counted), broadcast
+    joins and generated code off, back to the configured values (and Spark's defaults) above it, and leaves
+    a setting the operator named in [spark.extra] alone."""
     import os
 
     from jobs.common.config import SparkConfig
@@ -83,6 +84,7 @@ def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statica
         CODEGEN_FACTORY,
         SHUFFLE_PARTITIONS,
         SMALL_INPUT_BYTES,
+        SMALL_INPUT_RECORDS,
         WHOLE_STAGE_CODEGEN,
         plan_for_input,
     )
@@ -98,8 +100,11 @@ def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statica
     assert len(added) >= 2
     assert tables.bytes_added_since(RAW_OFFSETS, 0) == sum(os.path.getsize(f) for f in added)
     assert tables.bytes_added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS)) == 0
+    assert tables.records_added_since(RAW_OFFSETS, 0) == 10
+    assert tables.records_added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS) - 1) == 5
     tables.delta(RAW_OFFSETS).optimize().executeCompaction()  # rewrites, adds no row
     assert tables.bytes_added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS) - 1) == 0
+    assert tables.records_added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS) - 1) == 0
 
     settings = (ADAPTIVE, SHUFFLE_PARTITIONS, BROADCAST_THRESHOLD, WHOLE_STAGE_CODEGEN, CODEGEN_FACTORY)
     before = {k: spark.conf.get(k, None) for k in settings}
@@ -122,6 +127,12 @@ def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statica
         assert "*(" not in executed_plan()
         plan_for_input(spark, config, SMALL_INPUT_BYTES)
         assert now() == ("true", "8", *spark_default)
+        # Few bytes but many rows (archived rows compress well): compiled; fewer rows: interpreted again.
+        said = plan_for_input(spark, config, 1, SMALL_INPUT_RECORDS)
+        assert now() == ("true", "8", *spark_default) and f"{SMALL_INPUT_RECORDS:,} records" in said
+        plan_for_input(spark, config, 1, SMALL_INPUT_RECORDS - 1)
+        assert now() == ("false", cores, "-1", "false", "NO_CODEGEN")
+        plan_for_input(spark, config, SMALL_INPUT_BYTES)
         assert "*(1) Project" in executed_plan()
         plan_for_input(spark, config, None)  # a live read: its size is not known
         assert now() == ("true", "8", *spark_default)
