@@ -229,9 +229,7 @@ def _new_input(ctx: RunContext, *, with_sources: bool) -> tuple[int | None, int 
     archived records not decoded yet (raw_offsets' files added since the committed run's decode), and with
     `with_sources` the bytes of the segment files the ingest reads (None for a live read: its size is not
     known before; their records are not counted before the ingest reads them)."""
-    since = ctx.committed.raw_version_decoded
-    pending = ctx.tables.bytes_added_since(RAW_OFFSETS, since)
-    records = ctx.tables.records_added_since(RAW_OFFSETS, since)
+    pending, records = ctx.tables.added_since(RAW_OFFSETS, ctx.committed.raw_version_decoded)
     if not with_sources or ctx.config.sources.mode == "none":
         return pending, records
     if ctx.config.sources.mode != "segments":

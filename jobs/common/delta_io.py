@@ -341,30 +341,21 @@ class Tables:
                         return True
         return False
 
-    def bytes_added_since(self, spec: TableSpec, version: int) -> int:
-        """Bytes of the data files the commits after `version` added with new rows (from the commit files;
-        a compaction's rewrites do not count). What a reader of those versions' changes reads, at most."""
-        total = 0
+    def added_since(self, spec: TableSpec, version: int) -> tuple[int, int | None]:
+        """Bytes and rows of the data files the commits after `version` added with new rows (from the commit
+        files: sizes, and the files' statistics; a compaction's rewrites do not count). What a reader of those
+        versions' changes reads, at most. Rows are None when a file has no statistics (they can be off)."""
+        size, rows = 0, 0
+        counted = True  # every file had its row count
         for v in range(version + 1, self.version(spec) + 1):
             for action in self.commit_actions(spec, v) or []:
                 add = action.get("add")
                 if add and add.get("dataChange", True):
-                    total += int(add.get("size") or 0)
-        return total
-
-    def records_added_since(self, spec: TableSpec, version: int) -> int | None:
-        """Rows in the data files the commits after `version` added with new rows, from the files' statistics
-        in the commit files (None when a file has none: statistics can be turned off)."""
-        total = 0
-        for v in range(version + 1, self.version(spec) + 1):
-            for action in self.commit_actions(spec, v) or []:
-                add = action.get("add")
-                if add and add.get("dataChange", True):
+                    size += int(add.get("size") or 0)
                     records = json.loads(add.get("stats") or "{}").get("numRecords")
-                    if records is None:
-                        return None
-                    total += int(records)
-        return total
+                    counted = counted and records is not None
+                    rows += int(records or 0)
+        return size, rows if counted else None
 
     def commit_actions(self, spec: TableSpec, version: int) -> list[dict[str, Any]] | None:
         """The actions of one commit file of the table, read from its log (None when it was cleaned up)."""

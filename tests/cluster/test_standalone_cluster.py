@@ -243,7 +243,7 @@ def test_nightly_on_a_standalone_cluster_equals_a_local_run(
     submit_env.pop("SPARK_HOME")  # spark-submit finds its own (the .venv's pyspark, the worker's too)
     submit_env["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{submit_env['PATH']}"
     # The test's driver and executor JVMs compile as a local run's driver does (LOCAL_JIT_OPTIONS: C2 spent
-    # more CPU compiling than the test's JVMs spent running, 228 -> 183 java CPU-s for the test with them);
+    # more CPU compiling than the test's JVMs spent running, 228 -> 188 java CPU-s for the test alone with them);
     # spark-submit gives SPARK_SUBMIT_OPTS to the client-mode driver, beside the command's own options.
     submit_env["SPARK_SUBMIT_OPTS"] = " ".join(LOCAL_JIT_OPTIONS)
     workers = PythonWorkers(cluster.work_dir)

@@ -70,8 +70,8 @@ def test_an_existing_table_is_registered_as_it_is(spark: SparkSession, tables: T
 
 def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statically(
         spark: SparkSession, tables: Tables) -> None:
-    """bytes_added_since (records_added_since) sums the sizes on disk (rows) of the data files the later commits
-    added, not a compaction's rewrite; plan_for_input turns adaptive execution off and the shuffle partitions
+    """added_since sums the sizes on disk and the rows of the data files the later commits added, not a
+    compaction's rewrite; plan_for_input turns adaptive execution off and the shuffle partitions
     down to the cores below SMALL_INPUT_BYTES (and SMALL_INPUT_RECORDS where the rows are counted), broadcast
     joins and generated code off, back to the configured values (and Spark's defaults) above it, and leaves
     a setting the operator named in [spark.extra] alone."""
@@ -98,13 +98,11 @@ def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statica
     added = {os.path.join(d, f) for d, _, fs in os.walk(tables.path(RAW_OFFSETS)) for f in fs
              if f.endswith(".parquet")} - files_before
     assert len(added) >= 2
-    assert tables.bytes_added_since(RAW_OFFSETS, 0) == sum(os.path.getsize(f) for f in added)
-    assert tables.bytes_added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS)) == 0
-    assert tables.records_added_since(RAW_OFFSETS, 0) == 10
-    assert tables.records_added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS) - 1) == 5
+    assert tables.added_since(RAW_OFFSETS, 0) == (sum(os.path.getsize(f) for f in added), 10)
+    assert tables.added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS)) == (0, 0)
+    assert tables.added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS) - 1)[1] == 5
     tables.delta(RAW_OFFSETS).optimize().executeCompaction()  # rewrites, adds no row
-    assert tables.bytes_added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS) - 1) == 0
-    assert tables.records_added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS) - 1) == 0
+    assert tables.added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS) - 1) == (0, 0)
 
     settings = (ADAPTIVE, SHUFFLE_PARTITIONS, BROADCAST_THRESHOLD, WHOLE_STAGE_CODEGEN, CODEGEN_FACTORY)
     before = {k: spark.conf.get(k, None) for k in settings}
