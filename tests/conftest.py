@@ -6,6 +6,12 @@ broker and the scenarios run against it are package-scoped (two workers would ea
 replay every scenario). Units are handed out longest first (a scheduler of our own), so the long property
 and crash tests do not start last and leave one core idle at the end. Without xdist (`-p no:xdist`, or
 `-n 0`) nothing changes.
+
+With three workers or more (`scripts/test` runs three on two cores), the last one is the *waiter*: it takes
+only the units that spend most of their time waiting on real Kafka clients and brokers (WAITING: session
+timeouts, rebalance delays, the one-minute offset retention), and the others never take them. Those units
+kept a core's worker idle for minutes (tests/integration alone: 186 s of wall time for 77 CPU-s), while the
+Spark units, which use their core all the time, waited their turn.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ LONGEST_FIRST = (
     "tests/cli/test_cli.py",
 )
 
+#: Units that mostly wait (see the module's docstring): the waiter worker's, when there is one.
+WAITING = ("tests/integration",)
 
 #: Per test process (an xdist worker's id, or "this process"), the test modules that started a Spark driver
 #: JVM (tests/spark/conftest.py): printed at the end of the run, as each start costs a cold JIT.
@@ -55,18 +63,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`--dist loadgroup`, handing out the longest units first. xdist itself orders units by their number of
-    tests, which puts the few long property and crash tests last, on one core, at the end of the run."""
+    """`--dist loadgroup`, handing out the longest units first (tests/xdist_schedule.py)."""
     if config.getoption("dist") != "loadgroup":
         return None
-    from xdist.scheduler import LoadGroupScheduling
-
-    class LongestFirst(LoadGroupScheduling):
-        def _assign_work_unit(self, node: Any) -> None:
-            for unit in sorted(self.workqueue, key=_rank, reverse=True):
-                if _rank(unit) < len(LONGEST_FIRST):
-                    self.workqueue.move_to_end(unit, last=False)
-            super()._assign_work_unit(node)
+    from tests.xdist_schedule import LongestFirst
 
     return LongestFirst(config, log)
 
