@@ -2,7 +2,7 @@
 
 The harness source is jvm/assignor-oracle/src/main/java (kafka-clients 2.4+, `ConsumerPartitionAssignor`)
 or jvm/assignor-oracle-legacy/src/main/java (0.9-2.3, the older `PartitionAssignor` interface); it is
-compiled with javac into .cache/oracle-classes/<harness>-<source hash>-<jar set>/ the first time it is
+compiled with javac into the machine's oracle-classes cache (`harness.classes_cache`) the first time it is
 needed, against the jar set that `scripts/bootstrap --kafka` fetched into .cache/jars/<jar set>/ (see
 scripts/fetch_jars.py).
 """

@@ -2,7 +2,7 @@
 
 A harness lives in jvm/<name>/src/main/java; the jar set is the Maven closure that `scripts/bootstrap
 --kafka` copied into .cache/jars/<jar set>/ (scripts/fetch_jars.py). Classes are compiled with javac once
-per (source hash, jar set) into .cache/oracle-classes/ and reused.
+per (sources, jar set) and reused, by every checkout on the machine (see `classes_cache`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,16 @@ def jar_dir(jar_set: str) -> Path:
     return ROOT / ".cache" / "jars" / jar_set
 
 
+def classes_cache() -> Path:
+    """Where compiled harness classes are kept: $CGH_ORACLE_CACHE, else ~/.cache/consumer-group-history/
+    oracle-classes, beside the jar sets' cache (scripts/fetch_jars.py) and outside the checkout, so that a
+    clean clone (CI's) does not compile them again (~3 s of javac per harness and Kafka version, tens of
+    CPU-seconds per clean run). A directory's name holds the hash of its sources and of the jar set's file
+    names (their versions): checkouts of other versions never share one."""
+    default = Path.home() / ".cache" / "consumer-group-history" / "oracle-classes"
+    return Path(os.environ.get("CGH_ORACLE_CACHE") or default)
+
+
 def compile_sources(source_dir: Path, jar_set: str) -> Path:
     """javac every .java file under `source_dir` against the jar set; returns the classes directory."""
     if not any(jar_dir(jar_set).glob("*.jar")):
@@ -28,8 +38,9 @@ def compile_sources(source_dir: Path, jar_set: str) -> Path:
     sources = [p for p in sorted(source_dir.rglob("*.java")) if _jars_present(p, jar_set)]
     if not sources:
         raise FileNotFoundError(f"no Java sources under {source_dir}")
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
-    out = ROOT / ".cache" / "oracle-classes" / f"{source_dir.parts[-4]}-{digest}-{jar_set}"
+    jars = sorted(p.name for p in jar_dir(jar_set).glob("*.jar"))
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + "\n".join(jars).encode()).hexdigest()[:16]
+    out = classes_cache() / f"{source_dir.parts[-4]}-{digest}-{jar_set}"
     if (out / ".compiled").is_file():
         return out
     # Compiled beside the target and renamed into place: two test workers (pytest-xdist) may compile the same
