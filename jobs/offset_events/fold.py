@@ -6,6 +6,10 @@ decided outcomes of its carried open-transaction commits, told apart by `_part`)
 new deletion/expiry lines, and the cluster's sweep lines near its tombstones, `_sweep`). Out comes
 `FOLD_OUTPUT`: offset_events rows to write (`_deleted`: the row's grain to withdraw) and one state row per
 group (`_part` = "state") with what it read, for the run's summary.
+
+The bucket's records are converted to numpy columns once; an ordinary group's night (commits and
+generations, nothing open: most of a fleet's) is folded over its slice of them by
+`offset_columns.continue_offsets_columns`, any other by `continue_offsets`, record by record.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
@@ -79,11 +84,26 @@ def _pylist(column: pa.ChunkedArray) -> list[Any]:
     return [None if null else value for value, null in zip(values, nulls, strict=True)]
 
 
+def _group_slices(records: pa.Table) -> dict[tuple[str, str], tuple[int, int]]:
+    """(cluster, group_id) -> the [start, stop) rows of `records` (sorted by cluster and group) that are its."""
+    if records.num_rows == 0:
+        return {}
+    clusters = records.column("cluster").combine_chunks().dictionary_encode()
+    groups = records.column("group_id").combine_chunks().dictionary_encode()
+    c, g = clusters.indices.to_numpy(), groups.indices.to_numpy()
+    starts = np.flatnonzero(np.r_[True, (c[1:] != c[:-1]) | (g[1:] != g[:-1])])
+    stops = np.append(starts[1:], len(c))
+    cluster_names, group_names = clusters.dictionary.to_pylist(), groups.dictionary.to_pylist()
+    return {(cluster_names[c[a]], group_names[g[a]]): (int(a), int(b))
+            for a, b in zip(starts.tolist(), stops.tolist(), strict=True)}
+
+
 def fold_fn(stall_min_commits: int, stall_min_ms: int, horizon_ms: int) -> Callable[[pa.Table, pa.Table], pa.Table]:
     """The function Spark calls per bucket (cogrouped `FOLD_INPUT`, `FOLD_LINES`) -> `FOLD_OUTPUT`."""
     out_schema = to_arrow_schema(FOLD_OUTPUT)
 
     def run(inputs: pa.Table, lines: pa.Table) -> pa.Table:
+        from coordinator_core.history.offset_columns import continue_offsets_columns, record_arrays
         from coordinator_core.history.offset_fold import continue_offsets
 
         groups: dict[tuple[str, str], _Group] = {}
@@ -104,26 +124,37 @@ def fold_fn(stall_min_commits: int, stall_min_ms: int, horizon_ms: int) -> Calla
         for cluster, group_id, partition, offset, outcome in zip(*_columns(decided, [
                 "cluster", "group_id", "record_partition", "record_offset", "transaction_outcome"]), strict=True):
             group(cluster, group_id).decided[(partition, offset)] = outcome
-        records = inputs.filter(pc.equal(part, RECORD))
-        for cluster, group_id, *values in zip(*_columns(records, ["cluster", "group_id", *_RECORD_FIELDS]),
-                                              strict=True):
-            group(cluster, group_id).records.append(dict(zip(_RECORD_FIELDS, values, strict=True)))
+        records = inputs.filter(pc.equal(part, RECORD)).sort_by([("cluster", "ascending"), ("group_id", "ascending")])
+        slices = _group_slices(records)
+        for key in slices:
+            group(*key)
         for cluster, group_id, sweep, *values in zip(*_columns(lines, ["cluster", "group_id", "_sweep",
                                                                        *_EVENT_FIELDS]), strict=True):
             g = group(cluster, group_id)
             (g.sweeps if sweep else g.events).append(dict(zip(_EVENT_FIELDS, values, strict=True)))
+        arrays = record_arrays(records) if records.num_rows else None
         out: list[dict[str, Any]] = []
         for (cluster, group_id), g in groups.items():
-            result = continue_offsets(g.state, g.records, g.events, g.sweeps, g.decided, group_id=group_id,
-                                      stall_min_commits=stall_min_commits, stall_min_ms=stall_min_ms,
-                                      horizon_ms=horizon_ms)
+            start, stop = slices.get((cluster, group_id), (0, 0))
+            result = None
+            if arrays is not None and stop > start and not (g.events or g.sweeps or g.decided):
+                result = continue_offsets_columns(g.state, arrays.slice(start, stop), group_id=group_id,
+                                                  stall_min_commits=stall_min_commits, stall_min_ms=stall_min_ms,
+                                                  horizon_ms=horizon_ms)
+            new_records = stop - start
+            if result is None:
+                g.records = [dict(zip(_RECORD_FIELDS, values, strict=True)) for values in
+                             zip(*_columns(records.slice(start, new_records), _RECORD_FIELDS), strict=True)]
+                result = continue_offsets(g.state, g.records, g.events, g.sweeps, g.decided, group_id=group_id,
+                                          stall_min_commits=stall_min_commits, stall_min_ms=stall_min_ms,
+                                          horizon_ms=horizon_ms)
             out.extend({**r.to_dict(), "cluster": cluster, "_deleted": False, "_part": ROW} for r in result.rows)
             out.extend({"cluster": cluster, "group_id": group_id, "kind": kind, "topic": topic, "partition": partition,
                         "record_offset": record_offset, "inferred": True, "explanation": "", "evidence": [],
                         "_deleted": True, "_part": ROW}
                        for kind, topic, partition, record_offset in result.withdrawn)
             out.append({"cluster": cluster, "group_id": group_id, "_part": STATE, "_deleted": False,
-                        "offsets": result.state, "_new_records": len(g.records), "_new_events": len(g.events),
+                        "offsets": result.state, "_new_records": new_records, "_new_events": len(g.events),
                         "_held": int(g.state is not None),
                         "_tail_records": len(g.state["tail"] or []) if g.state is not None else 0})
         return pa.Table.from_pylist(out, schema=out_schema)
