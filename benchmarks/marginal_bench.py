@@ -10,8 +10,10 @@ For each size, in a fresh process and a fresh warehouse (local[2], in-memory cat
   3. floor: a plain Spark copy of that raw_offsets table into a new Delta table, in the same process, after
      the run (as the process's first write it would be mostly warm-up, the same at any size).
 Printed per stage and step: seconds at each size, the marginal rate ((N2 - N1) / (T2 - T1): what a record
-costs once the fixed cost of a run is out) and its cost as a multiple of the floor's marginal cost; last,
-the 1-minute load average (a figure means little without it) and one JSON line with everything.
+costs once the fixed cost of a run is out) and its cost as a multiple of the floor's marginal cost; then
+the memory the night took at each size (`Memory`: the driver JVM's peak RSS and its heap after each garbage
+collection, the Python driver's and the Python workers' peak RSS); last, the 1-minute load average (a
+figure means little without it) and one JSON line with everything.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +49,86 @@ def _timed(seconds: dict[str, float], name: str, function: Callable[..., Any]) -
             seconds[name] = seconds.get(name, 0.0) + time.monotonic() - t0
 
     return timed
+
+
+#: The child's driver JVM logs every garbage collection here (in its workdir): heap used before and after.
+GC_LOG = "gc.log"
+#: A unified-logging GC line as `-Xlog:gc` writes it: "[<uptime>s]...Pause ... <before>M-><after>M(<committed>M)".
+_GC_LINE = re.compile(r"^\[([0-9.]+)s\].*Pause .*? (\d+)M->(\d+)M\((\d+)M\)", re.MULTILINE)
+
+
+def _rss_kib(pid: int, field: str = "VmRSS") -> int:
+    """A process's resident set (or its peak, `VmHWM`) in KiB, 0 when it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _descendants(pid: int) -> list[int]:
+    out = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split():
+                out += [int(child), *_descendants(int(child))]
+    except OSError:
+        pass
+    return out
+
+
+class Memory:
+    """What a night holds in memory, sampled every `every` seconds while it runs (with /proc, no Spark call):
+    the driver JVM's RSS (its kernel-kept peak, VmHWM, at the end), the Python worker processes under it
+    (their RSS summed at each sample), and this driver's own peak RSS. The JVM's heap comes from its GC log
+    (`GC_LOG`): the largest heap after a collection is what the night kept alive (an upper bound: a young
+    collection's figure includes old garbage not yet collected), the largest committed heap what it took.
+    Flat from one size to the next is issue 30's aim; RSS also grows with what the heap was let grow to."""
+
+    def __init__(self, jvm_pid: int, jvm_uptime_s: float, every: float = 0.2) -> None:
+        self.jvm_pid, self.every = jvm_pid, every
+        #: the JVM's uptime when the night started: earlier collections (the generator's) are not the night's
+        self.since_s = jvm_uptime_s
+        self.workers_peak_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.every):
+            workers = [p for p in _descendants(self.jvm_pid) if _comm(p).startswith("python")]
+            self.workers_peak_kib = max(self.workers_peak_kib, sum(_rss_kib(p) for p in workers))
+
+    def __enter__(self) -> Memory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def figures(self, gc_log: Path) -> dict[str, float]:
+        import resource
+
+        after, committed = [0], [0]
+        if gc_log.is_file():
+            for m in _GC_LINE.finditer(gc_log.read_text()):
+                if float(m.group(1)) >= self.since_s:
+                    after.append(int(m.group(3)))
+                    committed.append(int(m.group(4)))
+        return {"jvm_peak_rss_mib": _rss_kib(self.jvm_pid, "VmHWM") / 1024,
+                "jvm_heap_after_gc_peak_mib": float(max(after)),
+                "jvm_heap_committed_peak_mib": float(max(committed)),
+                "python_workers_peak_rss_mib": self.workers_peak_kib / 1024,
+                "python_driver_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def _one_size(records: int, groups: int, workdir: Path, driver_memory: str,
@@ -81,8 +165,12 @@ def _one_size(records: int, groups: int, workdir: Path, driver_memory: str,
         module = importlib.import_module(module_name)
         setattr(module, function_name, _timed(steps, name, getattr(module, function_name)))
     t0 = time.monotonic()
-    ctx = run_nightly(spark, config)
+    jvm = spark.sparkContext._jvm
+    with Memory(int(jvm.ProcessHandle.current().pid()),
+                jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime() / 1000) as memory:
+        ctx = run_nightly(spark, config)
     result["run_s"] = time.monotonic() - t0
+    result["memory"] = memory.figures(workdir / GC_LOG)
     result["stages_s"] = dict(ctx.stage_seconds)
     result["history_steps_s"] = steps
     # The floor after the run, with the JVM as warm as the stages had it (a copy as the process's first
@@ -95,6 +183,14 @@ def _one_size(records: int, groups: int, workdir: Path, driver_memory: str,
     result["floor_s"] = time.monotonic() - t0
     spark.stop()
     return result
+
+
+#: The memory figures printed, in order (keys of `Memory.figures`).
+MEMORY_ROWS = (("jvm_heap_after_gc_peak_mib", "driver JVM heap after GC, peak"),
+               ("jvm_heap_committed_peak_mib", "driver JVM heap committed, peak"),
+               ("jvm_peak_rss_mib", "driver JVM RSS, peak"),
+               ("python_workers_peak_rss_mib", "Python workers' RSS (sum), peak"),
+               ("python_driver_peak_rss_mib", "Python driver RSS, peak"))
 
 
 def _rows(results: list[dict[str, Any]]) -> list[tuple[str, list[float]]]:
@@ -135,11 +231,14 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
         workdir.mkdir(parents=True)
         print(f"[bench] {size:,} records, {args.groups:,} groups, in {workdir} ...", file=sys.stderr, flush=True)
+        # The child's driver JVM logs its collections (JAVA_TOOL_OPTIONS: the session's own Java options stay).
+        env = {**os.environ, "JAVA_TOOL_OPTIONS": f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} "
+                                                  f"-Xlog:gc:file={workdir / GC_LOG}".strip()}
         out = subprocess.run(
             [sys.executable, "-m", "benchmarks.marginal_bench", "--one", str(size), "--groups", str(args.groups),
              "--workdir", str(workdir), "--driver-memory", args.driver_memory,
              *[f"--set={item}" for item in args.set]],
-            check=True, cwd=ROOT, stdout=subprocess.PIPE, text=True,
+            check=True, cwd=ROOT, stdout=subprocess.PIPE, text=True, env=env,
         ).stdout.strip().splitlines()[-1]
         results.append(json.loads(out))
         if args.workdir is None:
@@ -154,6 +253,11 @@ def main(argv: list[str] | None = None) -> int:
         rate = f"{added / grown:>12,.0f}/s" if grown > 0.05 else "        flat"
         times = f"{grown / floor:>8.1f}x" if grown > 0.05 and floor > 0.05 else "        -"
         print(f"{what:<36} {small:>10.1f}s {large:>10.1f}s {rate}   {times}")
+    print(f"\n{'memory during the night (MiB)':<36} {sizes[0]:>11,} {sizes[1]:>11,}   growth")
+    for key, what in MEMORY_ROWS:
+        small, large = (r["memory"][key] for r in results)
+        growth = f"{large / small:>8.2f}x" if small > 0 else "        -"
+        print(f"{what:<36} {small:>11,.0f} {large:>11,.0f}   {growth}")
     load = os.getloadavg()[0]
     print(f"\nload average (1 min): {load:.2f}")
     print(json.dumps({"results": results, "load1": load}))
