@@ -18,7 +18,7 @@ nothing that is still open: no tail, tombstone, log line or provisional row. The
 * each run, new or carried, gives its stall row if it is long enough, as `continue_offsets` does.
 
 `continue_offsets_columns` returns None for a night that does not qualify: the caller walks it with
-`continue_offsets`. Tests hold the two to the same rows and states (tests/unit/test_offset_fold.py).
+`continue_offsets`. Tests hold the two to the same rows and states (tests/unit/test_offset_columns.py).
 """
 
 from __future__ import annotations
