@@ -83,15 +83,18 @@ def _merge_parts(tables: Tables, parts: Sequence[tuple[DataFrame, tuple[str, ...
         for c in columns:
             update[c] = F.when(F.col(f"s._has_{i}"), F.col(f"s.`{c}`")).otherwise(F.col(f"t.`{c}`"))
     written = {*update, *GROUP_KEY}
-    insert: dict[str, str | Column] = {c: F.col(f"s.`{c}`") if c in written else F.lit(None).cast(
+    insert: dict[str, Column] = {c: F.col(f"s.`{c}`") if c in written else F.lit(None).cast(
         GROUP_STATE.schema[c].dataType) for c in GROUP_STATE.column_names}
     clusters = cluster_partitions(GROUP_STATE, source)
     if clusters == "":
         return
+    if tables.holds_no_rows(GROUP_STATE):
+        tables.append_first_rows(GROUP_STATE, source.alias("s").select(*[v.alias(c) for c, v in insert.items()]))
+        return
     (tables.delta(GROUP_STATE).alias("t")
      .merge(source.alias("s"), clusters + "t.cluster = s.cluster AND t.group_id = s.group_id")
      .whenMatchedUpdate(set=update)
-     .whenNotMatchedInsert(values=insert)
+     .whenNotMatchedInsert(values=dict[str, str | Column](insert))
      .execute())
 
 

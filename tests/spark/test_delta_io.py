@@ -1,6 +1,7 @@
-"""Tables.ensure registering a table directory that exists; Tables.changes: the rows appended to
-raw_offsets in a range of versions, read from the snapshot when the range starts at the table's creation
-and from the change data feed otherwise; both ways give the rows appended in exactly that range."""
+"""Tables.ensure registering a table directory that exists; Tables.upsert into a table without rows
+(an append); Tables.changes: the rows appended to raw_offsets in a range of versions, read from the snapshot
+when the range starts at the table's creation and from the change data feed otherwise; both ways give the
+rows appended in exactly that range."""
 
 from __future__ import annotations
 
@@ -174,6 +175,9 @@ def test_the_steps_group_state_columns_are_written_by_one_merge(spark: SparkSess
     states.merge(tables, "r2")
 
     assert tables.version(GROUP_STATE) == before + 1
+    # the first write into the new table appended (nothing to match), the later ones MERGEd
+    operations = [r["operation"] for r in tables.delta(GROUP_STATE).history().orderBy("version").collect()]
+    assert operations == ["CREATE TABLE", "WRITE", "MERGE", "MERGE"]
     got = {r["group_id"]: (r["generations"], r["whatif"], r["storms"], r["updated_run_id"])
            for r in tables.read(GROUP_STATE).collect()}
     assert got == {
@@ -181,3 +185,37 @@ def test_the_steps_group_state_columns_are_written_by_one_merge(spark: SparkSess
         "g2": (b"g2", b"W2", None, "r2"),
         "g3": (b"G3", b"W3", None, "r2"),
     }
+
+
+def test_an_upsert_into_a_table_without_rows_appends_what_a_merge_would_insert(
+        spark: SparkSession, tables: Tables) -> None:
+    """A new table (or one a recovery took back to its creation) has nothing to match: its upsert appends the
+    rows a MERGE would insert (those not flagged deleted), one file per partition; a table with rows is
+    MERGEd into."""
+    from pyspark.sql import types as T
+
+    from schemas import TableSpec
+
+    spec = TableSpec("upsert_probe", T.StructType([T.StructField("cluster", T.StringType()),
+                                                   T.StructField("key", T.IntegerType()),
+                                                   T.StructField("value", T.StringType())]),
+                     grain=("cluster", "key"), comment="upsert probe", partition_columns=("cluster",))
+    flagged = T.StructType([*spec.schema.fields, T.StructField("_deleted", T.BooleanType())])
+
+    def upsert(rows: list[tuple[object, ...]]) -> tuple[str, set[tuple[object, ...]]]:
+        tables.upsert(spec, spark.createDataFrame(rows, flagged).repartition(3), delete_flag="_deleted")
+        operation = tables.delta(spec).history(1).select("operation").first()
+        return operation[0] if operation else "", {tuple(r) for r in tables.read(spec).collect()}
+
+    tables.ensure(spec)
+    assert tables.holds_no_rows(spec)
+    first = [("a", 1, "x", False), ("a", 2, "gone", True), ("b", 1, "z", False), ("a", 3, "w", False)]
+    assert upsert(first) == ("WRITE", {("a", 1, "x"), ("b", 1, "z"), ("a", 3, "w")})
+    assert int(tables.delta(spec).detail().select("numFiles").first()[0]) == 2  # one per cluster
+    assert not tables.holds_no_rows(spec)
+    later = [("a", 1, "x2", False), ("b", 1, None, True), ("b", 2, "v", False)]
+    assert upsert(later) == ("MERGE", {("a", 1, "x2"), ("a", 3, "w"), ("b", 2, "v")})
+    # A recovery restores the table's creation: no rows, so the next upsert appends again.
+    assert tables.restore(spec, 0)
+    assert tables.holds_no_rows(spec)
+    assert upsert(later) == ("WRITE", {("a", 1, "x2"), ("b", 2, "v")})
