@@ -1,6 +1,7 @@
 """Delta IO: tables created from `schemas/`, registered in the catalog database, and written only in the
 ways that keep runs idempotent (append of new rows, insert-if-absent MERGE, keyed MERGE update, RESTORE
-of a crashed run's partial writes)."""
+of a crashed run's partial writes). A MERGE into a table that holds no rows is the append of what it would
+insert (`Tables.append_first_rows`)."""
 
 from __future__ import annotations
 
