@@ -185,8 +185,8 @@ class Tables:
     def append_first_rows(self, spec: TableSpec, rows: DataFrame) -> None:
         """The rows a MERGE would insert into a table that holds none (see `holds_no_rows`), appended: a
         table's first write then costs one write job instead of a MERGE's joins and rewrites (for a gold
-        table of a new warehouse, half a second to a second each on the samples). Partitioned the way a
-        MERGE writes them (by the table's partition columns), so the files come out the same."""
+        table of a new warehouse, half a second to a second each on the samples). Repartitioned by the table's
+        partition columns first, as a MERGE repartitions its output: one file per partition written."""
         if spec.partition_columns:
             rows = rows.repartition(*spec.partition_columns)
         self.append(spec, rows)
