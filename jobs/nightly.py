@@ -217,7 +217,8 @@ def _run_claimed(
     finished_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     decoded = ctx.decode.raw_version_decoded if ctx.decode else committed.raw_version_decoded
     transactions = ctx.decode.transactions if ctx.decode else committed.transactions
-    state = CommittedState(ctx.run_id, decoded, table_versions, transactions)
+    epochs = ctx.ingest.archive_epochs if ctx.ingest and ctx.ingest.archive_epochs else committed.archive_epochs
+    state = CommittedState(ctx.run_id, decoded, table_versions, transactions, epochs)
     row = _ingest_runs_row(ctx, finished_at, state)
     tables.append(INGEST_RUNS, spark.createDataFrame([row], INGEST_RUNS.schema), commit_note=commit_note(state))
     ctx.finished_at = finished_at

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from jobs.common.delta_io import Tables, write_together
 from jobs.decode.transactions import TransactionState
+from jobs.ingest.replicas import ArchiveEpochs
 from schemas import HISTORY_GAPS, INGEST_RUNS, RAW_OFFSETS, REPLICA_CONFLICTS
 
 if TYPE_CHECKING:  # (jobs.stages imports CommittedState from here)
@@ -40,6 +41,8 @@ class CommittedState:
     table_versions: dict[str, int]
     #: transactions after the decoded records (carried by the commit note only; None: read from the tables)
     transactions: TransactionState | None = None
+    #: the archive's leader epochs (carried by the commit note only; None: the next ingest groups raw_offsets)
+    archive_epochs: ArchiveEpochs | None = None
 
 
 #: The key of the run's commit note: the userMetadata of the Delta commit that appends its ingest_runs row.
@@ -53,6 +56,7 @@ def commit_note(state: CommittedState) -> str:
         "raw_version_decoded": state.raw_version_decoded,
         "table_versions": state.table_versions,
         "transactions": state.transactions.to_json() if state.transactions else None,
+        "archive_epochs": state.archive_epochs.to_json() if state.archive_epochs else None,
     }})
 
 
@@ -83,7 +87,8 @@ def last_committed(tables: Tables) -> CommittedState:
         return last_committed_row(tables)
     return CommittedState(state["run_id"], int(state["raw_version_decoded"]),
                           {name: int(v) for name, v in state["table_versions"].items()},
-                          TransactionState.from_json(state.get("transactions")))
+                          TransactionState.from_json(state.get("transactions")),
+                          ArchiveEpochs.from_json(state.get("archive_epochs")))
 
 
 def recover(tables: Tables, committed: CommittedState, stages: Sequence[Stage]) -> list[str]:

@@ -117,10 +117,12 @@ def _ingest_stage(ctx: RunContext) -> None:
     sources = ctx.config.sources
     if sources.mode == "segments":
         ctx.ingest = run_ingest_segments(
-            ctx.tables, sources.segments, ctx.run_id, ctx.started_at, ctx.config.decode.arrow_batch_size
+            ctx.tables, sources.segments, ctx.run_id, ctx.started_at, ctx.config.decode.arrow_batch_size,
+            ctx.committed.archive_epochs,
         )
     elif sources.mode == "kafka":
-        ctx.ingest = run_ingest_kafka(ctx.tables, sources.kafka, ctx.run_id, ctx.started_at)
+        ctx.ingest = run_ingest_kafka(ctx.tables, sources.kafka, ctx.run_id, ctx.started_at,
+                                      ctx.committed.archive_epochs)
     else:
         ctx.ingest = IngestResult(source_mode="none")
 

@@ -8,15 +8,18 @@ The archive's side: its watermarks, its leader epochs and the rows a run's copie
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from jobs.common.delta_io import Tables
 from jobs.decode.outcomes import per_partition_condition
 from jobs.ingest.rows import POSITION
+from schemas import RAW_OFFSETS
 
 
 def archive_watermarks(raw_offsets: DataFrame) -> DataFrame:
@@ -233,6 +236,79 @@ def archive_epochs(raw_offsets: DataFrame) -> DataFrame:
     archive's leader epoch evidence."""
     return raw_offsets.groupBy(*POSITION, F.col("partition_leader_epoch").alias("epoch")).agg(
         F.min(F.coalesce("batch_base_offset", "offset")).alias("start"), F.max("offset").alias("last_offset"))
+
+
+ARCHIVE_EPOCHS_SCHEMA = "cluster string, partition int, epoch int, start long, last_offset long"
+EpochRow = tuple[str, int, int | None, int, int]
+
+
+@dataclass(frozen=True)
+class ArchiveEpochs:
+    """`archive_epochs` of raw_offsets as it stood at `raw_version`: a row per partition and leader epoch.
+
+    Carried from run to run in the commit note (`jobs.run_commit.commit_note`), so that a night adds to it
+    what was archived since (`current_archive_epochs`) instead of grouping the whole archive again: the
+    archive only grows (a fleet archives hundreds of millions of records a day, compaction never removes
+    one), its epochs do not (one per leader change of each partition). Min and max fold over any split of
+    the rows, so the carried rows plus the new rows' are the whole archive's."""
+
+    raw_version: int
+    rows: tuple[EpochRow, ...]
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        return spark.createDataFrame(list(self.rows), ARCHIVE_EPOCHS_SCHEMA)
+
+    def last_offsets(self, cluster: str) -> dict[int, int]:
+        """partition -> the highest offset archived, for one cluster."""
+        last: dict[int, int] = {}
+        for c, partition, _, _, last_offset in self.rows:
+            if c == cluster:
+                last[partition] = max(last_offset, last.get(partition, last_offset))
+        return last
+
+    def to_json(self) -> dict[str, Any]:
+        return {"raw_version": self.raw_version, "rows": [list(r) for r in self.rows]}
+
+    @staticmethod
+    def from_json(data: Any) -> ArchiveEpochs | None:
+        """The summary from `to_json`'s form; None for anything else (then the archive is grouped again)."""
+        try:
+            rows = tuple((str(c), int(p), None if e is None else int(e), int(s), int(o))
+                         for c, p, e, s, o in data["rows"])
+            return ArchiveEpochs(int(data["raw_version"]), rows)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def fold_epochs(*parts: Iterable[Sequence[Any]]) -> tuple[EpochRow, ...]:
+    """`archive_epochs` rows of several parts of the archive -> those of the whole (min start, max last offset
+    per cluster, partition and epoch), sorted."""
+    merged: dict[tuple[str, int, int | None], tuple[int, int]] = {}
+    for part in parts:
+        for cluster, partition, epoch, start, last_offset in part:
+            key = (str(cluster), int(partition), None if epoch is None else int(epoch))
+            held = merged.get(key)
+            merged[key] = ((int(start), int(last_offset)) if held is None
+                           else (min(held[0], int(start)), max(held[1], int(last_offset))))
+    return tuple(sorted(((c, p, e, s, o) for (c, p, e), (s, o) in merged.items()),
+                        key=lambda r: (r[0], r[1], -1 if r[2] is None else r[2])))
+
+
+def current_archive_epochs(tables: Tables, carried: ArchiveEpochs | None) -> ArchiveEpochs:
+    """The archive's epochs at raw_offsets' current version: the carried summary plus the rows appended since
+    it (a crashed run's appends included: raw_offsets is never rolled back), read as the table's change
+    feed. The whole table is grouped only when nothing usable is carried: a first run, a note without the
+    summary (written before it existed), or commit files of the versions since cleaned up."""
+    version = tables.version(RAW_OFFSETS)
+    if carried is not None and carried.raw_version == version:
+        return carried
+    usable = carried is not None and carried.raw_version < version and all(
+        tables.commit_actions(RAW_OFFSETS, v) is not None for v in range(carried.raw_version + 1, version + 1))
+    if carried is None or not usable:
+        new, base = tables.read(RAW_OFFSETS, version=version), ()
+    else:
+        new, base = tables.changes(RAW_OFFSETS, carried.raw_version, version), carried.rows
+    return ArchiveEpochs(version, fold_epochs(base, (tuple(r) for r in archive_epochs(new).collect())))
 
 
 def archived_from(raw_offsets: DataFrame, records: DataFrame) -> DataFrame:

@@ -20,9 +20,9 @@ from jobs.common.progress import log, step
 from jobs.common.tasks import python_tasks
 from jobs.ingest.kafka_source import kafka_offset_bounds, kafka_options, read_kafka
 from jobs.ingest.replicas import (
-    archive_epochs,
-    archive_watermarks,
+    ArchiveEpochs,
     archived_from,
+    current_archive_epochs,
     epoch_ends,
     epoch_evidence,
     reconcile_copies,
@@ -51,6 +51,8 @@ class IngestResult:
     history_gaps: list[dict[str, Any]] = field(default_factory=list)
     #: copies this run quarantined in replica_conflicts, per (cluster, partition, reason): `records` each
     replica_conflicts: list[dict[str, Any]] = field(default_factory=list)
+    #: the archive's leader epochs after the run's appends, for the commit note (None: the stage read nothing)
+    archive_epochs: ArchiveEpochs | None = None
 
     @property
     def replica_conflicts_total(self) -> int:
@@ -59,14 +61,17 @@ class IngestResult:
 
 def _archive(
     tables: Tables, records: DataFrame, first_available: DataFrame, run_id: str, started_at: dt.datetime,
-    checkpoints: Sequence[tuple[str, int, int, int, str]] = (),
+    checkpoints: Sequence[tuple[str, int, int, int, str]] = (), carried: ArchiveEpochs | None = None,
 ) -> IngestResult:
     # Pinned snapshots: what to archive and quarantine is computed against the archive as it was before
     # this run's appends, whenever Spark evaluates it.
     raw = tables.read(RAW_OFFSETS, version=tables.version(RAW_OFFSETS))
     held_conflicts = tables.read(REPLICA_CONFLICTS, version=tables.version(REPLICA_CONFLICTS))
-    epochs = archive_epochs(raw).persist()
-    watermarks = epochs.groupBy(*POSITION).agg(F.max("last_offset").alias("last_archived_offset")).persist()
+    # The archive's epochs and watermarks: the last run's summary plus what was archived since (not a
+    # grouping of the whole archive, which only grows).
+    before = current_archive_epochs(tables, carried)
+    epochs = before.frame(tables.spark)
+    watermarks = epochs.groupBy(*POSITION).agg(F.max("last_offset").alias("last_archived_offset"))
     result = IngestResult(source_mode="")
     gaps = history_gap_rows(first_available, watermarks, run_id)
     result.history_gaps = [r.asDict() for r in gaps.collect()]  # at most one row per partition
@@ -91,15 +96,19 @@ def _archive(
     result.partitions = [r.asDict() for r in partition_read_summary(records, new_records).orderBy(*POSITION).collect()]
     result.records_read = sum(p["records_read"] for p in result.partitions)
     result.records_archived = sum(p["records_archived"] for p in result.partitions)
+    # The summary after the appends: the run's own new rows folded in (none: the same rows, a later version).
+    result.archive_epochs = (current_archive_epochs(tables, before) if result.records_archived
+                             else ArchiveEpochs(tables.version(RAW_OFFSETS), before.rows))
     decided.unpersist()
-    watermarks.unpersist()
-    epochs.unpersist()
     return result
 
 
 def run_ingest_segments(
-    tables: Tables, sources: Sequence[SegmentSource], run_id: str, started_at: dt.datetime, batch_size: int
+    tables: Tables, sources: Sequence[SegmentSource], run_id: str, started_at: dt.datetime, batch_size: int,
+    carried: ArchiveEpochs | None = None,
 ) -> IngestResult:
+    """Read the segment files, archive their new records (`carried`: the last committed run's summary of the
+    archive's epochs, None to group the archive)."""
     spark = tables.spark
     segments, checkpoint_files = list_partition_files(spark, sources)
     files = spark.createDataFrame(segments, "cluster string, partition int, path string").transform(
@@ -123,7 +132,7 @@ def run_ingest_segments(
             F.min("offset").alias("earliest_available_offset"), F.min("source").alias("source")
         )
         with step("read segments on the executors, archive new records"):
-            result = _archive(tables, records, first_available, run_id, started_at, checkpoints)
+            result = _archive(tables, records, first_available, run_id, started_at, checkpoints, carried)
     finally:
         read.unpersist()
     result.source_mode = "segments"
@@ -133,18 +142,18 @@ def run_ingest_segments(
 
 
 def run_ingest_kafka(
-    tables: Tables, sources: Sequence[KafkaSource], run_id: str, started_at: dt.datetime
+    tables: Tables, sources: Sequence[KafkaSource], run_id: str, started_at: dt.datetime,
+    carried: ArchiveEpochs | None = None,
 ) -> IngestResult:
+    """Read each cluster from Kafka past what the archive holds, archive the new records (`carried`: as for
+    `run_ingest_segments`)."""
     spark = tables.spark
-    raw = tables.read(RAW_OFFSETS, version=tables.version(RAW_OFFSETS))
     total = IngestResult(source_mode="kafka")
     for source in sources:
         options = kafka_options(source)
         bounds = kafka_offset_bounds(source, options)
-        archived_to = {
-            r["partition"]: r["last_archived_offset"]
-            for r in archive_watermarks(raw.where(F.col("cluster") == source.cluster)).collect()
-        }  # one row per partition
+        carried = current_archive_epochs(tables, carried)
+        archived_to = carried.last_offsets(source.cluster)
         ranges = []
         for partition, earliest, stable in bounds:
             start = max(earliest, archived_to.get(partition, -1) + 1)
@@ -161,8 +170,9 @@ def run_ingest_kafka(
             "cluster string, partition int, earliest_available_offset long, source string",
         )
         with step(f"read {source.cluster} from Kafka, archive new records"):
-            result = _archive(tables, records, first_available, run_id, started_at)
+            result = _archive(tables, records, first_available, run_id, started_at, carried=carried)
         records.unpersist()
+        carried = total.archive_epochs = result.archive_epochs
         total.sources.append(f"kafka:{source.bootstrap_servers}")
         total.records_read += result.records_read
         total.records_archived += result.records_archived

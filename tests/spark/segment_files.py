@@ -47,6 +47,7 @@ class Batch:
     transactional: bool = False
     control: bool = False
     offset_deltas: list[int] = field(default_factory=list)  # compacted batches skip deltas
+    leader_epoch: int = 0  # the batch's partitionLeaderEpoch
 
     def encode(self) -> bytes:
         deltas = self.offset_deltas or list(range(len(self.records)))
@@ -68,7 +69,7 @@ class Batch:
         ) + body
         crc = crc32c.crc32c(after_crc)
         batch_length = 4 + 1 + 4 + len(after_crc)
-        return struct.pack(">qiibI", self.base_offset, batch_length, 0, 2, crc) + after_crc
+        return struct.pack(">qiibI", self.base_offset, batch_length, self.leader_epoch, 2, crc) + after_crc
 
 
 def marker(base_offset: int, producer_id: int, kind: str, timestamp_ms: int = 1_700_000_000_000) -> Batch:

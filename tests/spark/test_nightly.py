@@ -18,6 +18,7 @@ import jobs.decode.transactions as decode_transactions
 from jobs.common.config import Config, SegmentSource, SourcesConfig, TablesConfig
 from jobs.common.delta_io import Tables
 from jobs.decode.transactions import archived_transaction_state
+from jobs.ingest import replicas
 from jobs.nightly import StoppedAfterStage, run_nightly
 from jobs.run_commit import last_committed, last_committed_row
 from jobs.stages import STAGES
@@ -165,7 +166,8 @@ def test_the_committed_state_is_read_from_the_commit_note_or_else_from_the_row(
     assert tables.last_commit_note(INGEST_RUNS) is not None
     from_note = last_committed(tables)
     # the note holds the row's values, and the transaction state that only it carries
-    assert dataclasses.replace(from_note, transactions=None) == from_row and from_row.transactions is None
+    assert (dataclasses.replace(from_note, transactions=None, archive_epochs=None) == from_row
+            and from_row.transactions is None and from_row.archive_epochs is None)
     # that state is what the tables hold: the last offset of each partition, the producers with open commits
     # (the note's offset ranges cover the open commits; they may start earlier, just after a marker)
     assert from_note.transactions is not None
@@ -234,6 +236,51 @@ def test_a_run_stopped_after_ingest_then_one_dying_in_decode_then_a_normal_run_e
     # 3. A run that finishes.
     run_nightly(spark, config, stages=ARCHIVE_STAGES)
     assert_same_tables(tables, tables_of(spark, clean_run))  # ... and were rolled back and redone once
+
+
+def test_the_archives_epochs_are_carried_from_run_to_run_and_a_run_groups_only_what_was_archived_since(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ingest's epochs and watermarks are the whole archive's (what grouping raw_offsets gives), while a
+    run groups only the rows archived since the last committed run: its own, and a dead run's."""
+    source = write_sample(tmp_path / "copy")
+    config = segment_config(tmp_path, source)
+    tables = tables_of(spark, config)
+    ingest_only = [s for s in STAGES if s.name == "ingest"]
+    grouped: list[int] = []
+    real_grouping = replicas.archive_epochs
+
+    def counted(raw: DataFrame) -> DataFrame:
+        grouped.append(raw.count())
+        return real_grouping(raw)
+
+    monkeypatch.setattr(replicas, "archive_epochs", counted)
+
+    def whole_archive() -> list[tuple[Any, ...]]:
+        return sorted((tuple(r) for r in real_grouping(tables.read(RAW_OFFSETS)).collect()),
+                      key=lambda r: (r[0], r[1], -1 if r[2] is None else r[2]))
+
+    ctx = run_nightly(spark, config, stages=ingest_only)
+    first = last_committed(tables).archive_epochs
+    assert first is not None and list(first.rows) == whole_archive()
+    assert ctx.ingest is not None and grouped == [0, ctx.ingest.records_archived]  # the empty archive, its rows
+    # A run dies after archiving two records of a new leader epoch; the next run archives one more.
+    write_segment(source, 3, [Batch(10, [offset_commit("orders", "t-a", 0, 40, commit_ms=T0 + 10),
+                                         offset_commit("orders", "t-a", 1, 9, commit_ms=T0 + 10)],
+                                    timestamp_ms=T0 + 10, leader_epoch=4)])
+    with pytest.raises(StoppedAfterStage):
+        run_nightly(spark, config, stages=ingest_only, stop_after="ingest")
+    write_segment(source, 7, [Batch(5, [offset_commit("billing", "t-b", 0, 120, commit_ms=T0 + 11)],
+                                    timestamp_ms=T0 + 11, leader_epoch=2)])
+    grouped.clear()
+    ctx = run_nightly(spark, config, stages=ingest_only)
+    assert ctx.ingest is not None and ctx.ingest.records_archived == 1
+    carried = last_committed(tables).archive_epochs
+    assert carried is not None and carried.raw_version == tables.version(RAW_OFFSETS)
+    assert list(carried.rows) == whole_archive()
+    assert ("test", 3, 4, 10, 11) in carried.rows and ("test", 7, 2, 5, 5) in carried.rows
+    # the dead run's two rows (read before the run's own archive), then the run's own row
+    assert grouped == [2, 1]
 
 
 def test_incremental_run_decodes_only_new_records_and_resolves_open_transactions(
