@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import os
 import shutil
 import sys
 import tempfile
@@ -29,6 +27,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks import print_closing  # noqa: E402 - after the path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,9 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         spark.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    load = os.getloadavg()[0]
-    print(f"\nload average (1 min): {load:.2f}")
-    print(json.dumps({"results": results, "load1": load}))
+    print_closing({"results": results})
     return 0
 
 

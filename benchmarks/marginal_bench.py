@@ -35,6 +35,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import print_closing  # noqa: E402 - after the path
+
 #: The history stage's steps, as (module, function) that the stage calls by name.
 HISTORY_STEPS = (("generations", "jobs.stages", "run_generations"), ("replay", "jobs.whatif", "_replay"),
                  ("what-if", "jobs.whatif", "_whatif"), ("offset events", "jobs.stages", "run_offset_events"))
@@ -258,9 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         small, large = (r["memory"][key] for r in results)
         growth = f"{large / small:>8.2f}x" if small > 0 else "        -"
         print(f"{what:<36} {small:>11,.0f} {large:>11,.0f}   {growth}")
-    load = os.getloadavg()[0]
-    print(f"\nload average (1 min): {load:.2f}")
-    print(json.dumps({"results": results, "load1": load}))
+    print_closing({"results": results})
     return 0
 
 
