@@ -42,6 +42,20 @@ from coordinator_core.assignors import (
     encode_cooperative_user_data,
     encode_sticky_user_data,
 )
+from coordinator_core.assignors.kafka_python import KAFKA_PYTHON_VERSION, assign_kafka_python, kafka_python_protocols
+from coordinator_core.client_library import (
+    AIOKAFKA,
+    FRANZ_GO,
+    JAVA,
+    KAFKA_PYTHON,
+    KAFKAJS,
+    LIBRDKAFKA,
+    SARAMA,
+    UNKNOWN,
+    LeaderClient,
+    MemberBytes,
+    identify_leader_client,
+)
 from coordinator_core.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_member_protocol
 from coordinator_core.history.model import Partition, to_dict
 from coordinator_core.messages import GroupMetadataValue
@@ -73,14 +87,22 @@ class MemberReplay:
     extra: tuple[TopicPartition, ...]
 
 
+#: The leader of a generation that has none (an empty group's record).
+_NO_LEADER = LeaderClient(UNKNOWN, None, ())
+
+
 @dataclass(frozen=True)
 class GenerationReplay:
     """The replay of one generation.
 
     ``status`` is ``match``, ``mismatch`` or ``not_replayable``; ``reason`` says why it did not match or
-    could not be replayed (``custom_assignor``, ``other_client_version``, ``inputs_missing``,
-    ``not_consumer_protocol``, ``unexplained``); ``matching_version`` names the kafka-clients version
-    whose assignor reproduces the record when the requested one does not.
+    could not be replayed (``custom_assignor``, ``other_client_version``, ``other_client_library``,
+    ``inputs_missing``, ``not_consumer_protocol``, ``unexplained``); ``matching_version`` names the
+    kafka-clients version whose assignor reproduces the record when the requested one does not.
+    ``leader_client`` is the library the leader ran (:mod:`coordinator_core.client_library`), ``engine`` the
+    code the replay ran (``java``: this package's ports of Kafka's assignors at ``kafka_version``;
+    ``kafka-python <version>``: kafka-python's own classes), ``findings`` what the inputs show beyond the
+    replay (``shared_sticky_state``).
     """
 
     generation: int
@@ -93,6 +115,9 @@ class GenerationReplay:
     partition_counts: Mapping[str, int]
     partition_counts_inferred: bool
     members: tuple[MemberReplay, ...]
+    leader_client: LeaderClient = _NO_LEADER
+    engine: str = JAVA
+    findings: tuple[str, ...] = ()
 
 
 def member_subscriptions(
@@ -143,6 +168,12 @@ class StoredMember:
     rack_id: str | None
     assigned_partitions: tuple[TopicPartition, ...] | None
     protocol_error: str | None = None
+    #: what tells the leader's library (coordinator_core.client_library): the client id, the version and
+    #: user data of the assignment the leader wrote, and whether this member was the leader
+    client_id: str | None = None
+    assignment_version: int | None = None
+    assignment_user_data: bytes | None = None
+    is_leader: bool = False
 
 
 def stored_member_subscriptions(
@@ -170,6 +201,44 @@ def stored_member_subscriptions(
         ))
         recorded[member.member_id] = tuple(member.assigned_partitions or ())
     return subs, recorded
+
+
+def leader_client_of(value: GroupMetadataValue) -> LeaderClient:
+    """The library the generation's leader ran, from its record (:func:`identify_leader_client`)."""
+    members, leader = [], None
+    for member in value.members:
+        proto = decode_member_protocol(value.protocol_type, member)
+        sub, asg = proto.subscription, proto.assignment
+        shape = MemberBytes(member.client_id, sub.version if sub else None, sub.user_data if sub else None,
+                            asg.version if asg else None, asg.user_data if asg else None)
+        members.append(shape)
+        if member.member_id == value.leader:
+            leader = shape
+    return identify_leader_client(members, leader, value.protocol)
+
+
+def stored_leader_client(members: Sequence[StoredMember], protocol: str | None) -> LeaderClient:
+    """:func:`leader_client_of` for members the decode stage stored (the leader is the one with ``is_leader``)."""
+    shapes = [MemberBytes(m.client_id, m.subscription_version, m.subscription_user_data, m.assignment_version,
+                          m.assignment_user_data) for m in members]
+    leader = next((shape for m, shape in zip(members, shapes, strict=True) if m.is_leader), None)
+    return identify_leader_client(shapes, leader, protocol)
+
+
+def shared_sticky_state(protocol: str | None, subscriptions: Sequence[MemberSubscription]) -> bool:
+    """Two or more members of a `sticky` generation sent the same non-empty user data: each claims the same
+    previous assignment, which only happens when they share the assignor's state. kafka-python before 3.0 (and
+    aiokafka) keep it on the assignor class, shared by every consumer of one process; a member new to the
+    group then claims partitions it never owned."""
+    if protocol != "sticky":
+        return False
+    seen: set[bytes] = set()
+    for s in subscriptions:
+        if s.user_data:
+            if s.user_data in seen:
+                return True
+            seen.add(s.user_data)
+    return False
 
 
 def infer_partition_counts(subscriptions: Iterable[MemberSubscription],
@@ -210,11 +279,12 @@ def replay_generation(value: GroupMetadataValue, *, kafka_version: str = NEWEST_
     >>> g = m.GroupMetadataValue("consumer", 1, "range", "a", -1,
     ...                          (member("a", (("t", 0), ("t", 1))), member("b", (("t", 2),))))
     >>> r = replay_generation(g)
-    >>> r.status, r.partition_counts, [x.replayed for x in r.members]
-    ('match', {'t': 3}, [(('t', 0), ('t', 1)), (('t', 2),)])
+    >>> r.status, r.partition_counts, [x.replayed for x in r.members], r.leader_client.library, r.engine
+    ('match', {'t': 3}, [(('t', 0), ('t', 1)), (('t', 2),)], 'java', 'java')
     """
     return _replay(value.generation, value.protocol_type, value.protocol, bool(value.members),
-                   lambda: member_subscriptions(value), kafka_version, partition_counts, explaining_versions)
+                   lambda: member_subscriptions(value), lambda: leader_client_of(value), kafka_version,
+                   partition_counts, explaining_versions)
 
 
 def replay_stored_generation(generation: int, protocol_type: str | None, protocol: str | None,
@@ -231,18 +301,49 @@ def replay_stored_generation(generation: int, protocol_type: str | None, protoco
     ('match', {'t': 3}, [(('t', 0), ('t', 1)), (('t', 2),)])
     """
     return _replay(generation, protocol_type, protocol, bool(members), lambda: stored_member_subscriptions(members),
-                   kafka_version, partition_counts, explaining_versions)
+                   lambda: stored_leader_client(members, protocol), kafka_version, partition_counts,
+                   explaining_versions)
 
 
-def _replay(generation: int, protocol_type: str | None, protocol: str | None, has_members: bool,  # noqa: C901 - one early return per reason a generation cannot be replayed
+#: How each library's assignors differ from Kafka's Java ones: the detail of an `other_client_library` mismatch.
+LIBRARY_DIFFERENCES: dict[str, str] = {
+    KAFKA_PYTHON: "kafka-python's sticky is its own port of an older Java algorithm (no constrained path, JoinGroup "
+                  "order, Python set order); its range and roundrobin sort members by member id only before 2.3 "
+                  "(no static members)",
+    AIOKAFKA: "aiokafka's assignors are a copy of kafka-python's: range and roundrobin sort members by member id "
+              "only (static members too), sticky is a port of an older Java algorithm",
+    LIBRDKAFKA: "librdkafka's cooperative-sticky is a C port of Java's AbstractStickyAssignor before 2.6 (rack-aware "
+                "since 2.2); its range and roundrobin compare instance ids only when both members have one",
+    FRANZ_GO: "franz-go's sticky and cooperative-sticky are a different algorithm by design; its rack-aware range "
+              "uses the partition leader's rack only",
+    SARAMA: "Sarama's roundrobin sorts partitions as 'topic-partition' strings (t-10 before t-2), its range and "
+            "roundrobin ignore instance ids, its sticky walks a Go map in random order",
+    KAFKAJS: "KafkaJS's RoundRobinAssigner deals its own subscription's partitions over members sorted by member id",
+}
+
+
+def _kafka_python_engine(client: LeaderClient, protocol: str) -> bool:
+    """A leader that wrote kafka-python's bytes (aiokafka's are a copy) is replayed with kafka-python's own
+    classes, where the installed kafka-python has the protocol."""
+    return client.library in (KAFKA_PYTHON, AIOKAFKA) and protocol in kafka_python_protocols()
+
+
+def _replay(generation: int, protocol_type: str | None, protocol: str | None, has_members: bool,  # noqa: C901, PLR0912 - one early return per reason a generation cannot be replayed
             inputs: Callable[[], tuple[list[MemberSubscription], dict[str, tuple[TopicPartition, ...]]]],
+            leader_client: Callable[[], LeaderClient],
             kafka_version: str, partition_counts: Mapping[str, int] | None,
             explaining_versions: Sequence[str]) -> GenerationReplay:
+    client = leader_client() if has_members else _NO_LEADER
+    engine = JAVA
+    findings: tuple[str, ...] = ()
+    kafka_python = f"{KAFKA_PYTHON} {KAFKA_PYTHON_VERSION}"
+
     def result(status: str, reason: str | None, detail: str | None, members: tuple[MemberReplay, ...] = (),
                counts: Mapping[str, int] | None = None, inferred: bool = False,
                matching: str | None = None) -> GenerationReplay:
-        return GenerationReplay(generation, protocol, kafka_version, status, reason, detail, matching,
-                                dict(counts or {}), inferred, members)
+        version = KAFKA_PYTHON_VERSION if engine != JAVA else kafka_version
+        return GenerationReplay(generation, protocol, version, status, reason, detail, matching,
+                                dict(counts or {}), inferred, members, client, engine, findings)
 
     if protocol_type != CONSUMER_PROTOCOL_TYPE:
         return result("not_replayable", "not_consumer_protocol", f"protocol type {protocol_type!r}")
@@ -250,37 +351,84 @@ def _replay(generation: int, protocol_type: str | None, protocol: str | None, ha
         return result("not_replayable", "inputs_missing", "no members (an empty-group record)")
     if protocol not in ASSIGNORS:
         return result("not_replayable", "custom_assignor",
-                      f"protocol {protocol!r} is not one of Kafka's assignors {sorted(ASSIGNORS)}")
+                      f"protocol {protocol!r} is not one of Kafka's assignors {sorted(ASSIGNORS)}"
+                      + (f"; the leader ran {client.describe()}" if client.certain and client.library != JAVA
+                         else ""))
     try:
         subs, recorded = inputs()
     except ValueError as e:
         return result("not_replayable", "inputs_missing", str(e))
+    if shared_sticky_state(protocol, subs):
+        findings = ("shared_sticky_state",)
     inferred = partition_counts is None
     # Owned partitions count too: in the first round of a cooperative rebalance the partitions that move
     # are withheld from the stored assignment but are still owned by their previous members.
     counts = (infer_partition_counts(subs, [*recorded.values(), *(s.owned_partitions for s in subs)])
               if partition_counts is None else dict(partition_counts))
 
-    def run(version: str) -> tuple[MemberReplay, ...] | str:
+    def run(version: str | None) -> tuple[MemberReplay, ...] | str:
+        """The replay with the Java assignors of `version`, or with kafka-python's (None)."""
         try:
+            if version is None:
+                return _compare(subs, recorded, assign_kafka_python(protocol or "", counts, subs))
             return _compare(subs, recorded, assign(protocol or "", counts, subs, kafka_version=version))
         except (AssignorError, UnsupportedKafkaVersion) as e:
             return f"{type(e).__name__}: {e}"
 
-    first = run(kafka_version)
-    if isinstance(first, tuple) and _matches(first):
-        return result("match", None, None, first, counts, inferred)
+    def java_leader(why: str) -> LeaderClient:
+        """The leader re-read as a Java client: the bytes allowed it, and Java's assignor reproduces the record."""
+        return LeaderClient(JAVA, None, (*client.evidence, why), client.candidates, False)
+
+    first: tuple[MemberReplay, ...] | str
+    if _kafka_python_engine(client, protocol):
+        engine = kafka_python
+        first = run(None)
+        if isinstance(first, tuple) and _matches(first):
+            return result("match", None, None, first, counts, inferred)
+        if not client.certain and JAVA in client.candidates:
+            # The bytes allow a Java client before 2.4 as well: Kafka's own assignor may be the leader's.
+            java = run(kafka_version)
+            if isinstance(java, tuple) and _matches(java):
+                engine, client = JAVA, java_leader(f"Kafka's Java {protocol} reproduces the record and "
+                                                   f"kafka-python's does not")
+                return result("match", None, None, java, counts, inferred)
+    else:
+        first = run(kafka_version)
+        if isinstance(first, tuple) and _matches(first):
+            return result("match", None, None, first, counts, inferred)
+    explained_by: str | None = None
+    explained: tuple[MemberReplay, ...] = ()
     for version in explaining_versions:
-        if version == kafka_version:
+        if engine == JAVA and version == kafka_version:
             continue
         other = run(version)
         if isinstance(other, tuple) and _matches(other):
-            return result("mismatch", "other_client_version",
-                          f"the {protocol} assignor of kafka-clients {version} reproduces the record",
-                          first if isinstance(first, tuple) else other, counts, inferred, version)
+            explained_by, explained = version, other
+            break
+    members = first if isinstance(first, tuple) else explained
+    if explained_by is not None and not client.certain and JAVA in client.candidates:
+        client = java_leader(f"the {protocol} assignor of kafka-clients {explained_by} reproduces the record")
+    installed_kafka_python = engine != JAVA and client.version in (None, KAFKA_PYTHON_VERSION)
+    if client.library not in (JAVA, UNKNOWN) and (explained_by is not None or not installed_kafka_python):
+        # Another library's leader: its own algorithm (or another version of it) is why, not a fault.
+        how = LIBRARY_DIFFERENCES.get(client.library, f"{client.library}'s assignors are not Kafka's Java code")
+        ran = (f"replayed with kafka-python {KAFKA_PYTHON_VERSION}'s own {protocol}" if engine != JAVA
+               else f"replayed with Kafka's Java {protocol} ({kafka_version})")
+        also = (f"; the {protocol} assignor of kafka-clients {explained_by} reproduces the record"
+                if explained_by else "")
+        return result("mismatch", "other_client_library",
+                      f"the leader ran {client.describe()}, {ran}: {how}{also}", members, counts, inferred,
+                      explained_by)
+    if explained_by is not None:
+        return result("mismatch", "other_client_version",
+                      f"the {protocol} assignor of kafka-clients {explained_by} reproduces the record",
+                      members, counts, inferred, explained_by)
     if isinstance(first, str):
         return result("not_replayable", "inputs_missing", first, (), counts, inferred)
     detail = "partition counts were inferred from the assignment" if inferred else None
+    if engine != JAVA:
+        detail = (f"kafka-python {KAFKA_PYTHON_VERSION}'s own {protocol} gives another assignment (the leader's "
+                  "kafka-python version is not known)" + (f"; {detail}" if detail else ""))
     return result("mismatch", "unexplained", detail, first, counts, inferred)
 
 
@@ -306,6 +454,10 @@ class AssignmentReplayRow:
     missing_partitions: tuple[Partition, ...] | None
     extra_partitions: tuple[Partition, ...] | None
     match: bool | None
+    leader_client: str | None
+    leader_evidence: tuple[str, ...] | None
+    engine: str | None
+    findings: tuple[str, ...] | None
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
@@ -321,10 +473,11 @@ def replay_rows(group_id: str, record_offset: int, replay: GenerationReplay) -> 
     generation's protocol (``''`` when it had none)."""
     common = (group_id, replay.generation, record_offset, replay.protocol or "", replay.kafka_version, replay.status,
               replay.reason, replay.detail, replay.matching_version, replay.partition_counts_inferred)
+    client = (replay.leader_client.describe(), replay.leader_client.evidence, replay.engine, replay.findings)
     if not replay.members:
-        return [AssignmentReplayRow(*common, "", None, None, None, None, None)]
+        return [AssignmentReplayRow(*common, "", None, None, None, None, None, *client)]
     return [AssignmentReplayRow(*common, m.member_id, _partitions(m.recorded), _partitions(m.replayed),
-                                _partitions(m.missing), _partitions(m.extra), not m.missing and not m.extra)
+                                _partitions(m.missing), _partitions(m.extra), not m.missing and not m.extra, *client)
             for m in replay.members]
 
 

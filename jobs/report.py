@@ -23,12 +23,14 @@ from coordinator_core.advice import FAILURE_CAUSES, dominant_cause
 from coordinator_core.storms import REBALANCE_OUTCOMES
 from jobs.common.delta_io import Tables
 from jobs.common.report_html import ReportData, render_report, shown_groups
-from schemas.gold import ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
+from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
 
 GROUP_KEY = ("cluster", "group_id")
 
 #: The storm table lists at most this many storms (the most severe); the KPI counts them all.
 STORMS_LISTED = 500
+#: The replay table lists at most this many groups (shared sticky state and unexplained mismatches first).
+REPLAYS_LISTED = 200
 
 
 def evidence_line(evidence: Any, cause: str | None) -> str | None:
@@ -171,7 +173,26 @@ def report_frames(tables: Tables, groups_shown: int) -> ReportData:
         lambda v: [int(g) for g in v] if v is not None else [])
     return ReportData(fleet, storm_rows, gens, whatif,
                       generated_at=dt.datetime.now(dt.timezone.utc).replace(tzinfo=None),
-                      shown=shown, storms_total=storms_total)
+                      shown=shown, storms_total=storms_total, replays=replays_frame(tables.read(ASSIGNMENT_REPLAY)))
+
+
+def replays_frame(replay: DataFrame) -> pd.DataFrame:
+    """Per group and leader library, the replays worth a reader's eye: a leader that did not run a Java client,
+    an unexplained mismatch, members sharing sticky state (at most REPLAYS_LISTED groups, those first)."""
+    generation = F.struct("generation", "record_offset")
+    shared = F.array_contains(F.coalesce("findings", F.array().cast("array<string>")), "shared_sticky_state")
+    per_group = (replay.groupBy(*GROUP_KEY, "leader_client", "engine").agg(
+        F.countDistinct(generation).alias("generations"),
+        F.countDistinct(F.when(F.col("status") == "match", generation)).alias("matches"),
+        F.countDistinct(F.when(F.col("reason").isin("other_client_library", "other_client_version"),
+                               generation)).alias("explained"),
+        F.countDistinct(F.when(F.col("reason") == "unexplained", generation)).alias("unexplained"),
+        F.array_sort(F.collect_set(F.when(shared, F.col("generation")))).alias("shared_sticky_generations")))
+    worth = (~F.coalesce(F.col("leader_client"), F.lit("unknown")).isin("java", "unknown")
+             | (F.col("unexplained") > 0) | (F.size("shared_sticky_generations") > 0))
+    return (per_group.where(worth)
+            .orderBy(F.size("shared_sticky_generations").desc(), F.col("unexplained").desc(), *GROUP_KEY)
+            .limit(REPLAYS_LISTED).toPandas())
 
 
 def write_report(tables: Tables, out_path: Path, groups_shown: int = 8, source: str = "",
@@ -180,7 +201,7 @@ def write_report(tables: Tables, out_path: Path, groups_shown: int = 8, source: 
     (see `report_stamp`) is kept at its end, so the next run can tell the report is current."""
     data = report_frames(tables, groups_shown)
     data = ReportData(data.fleet, data.storms, data.generations, data.whatif, data.generated_at, source=source,
-                      shown=data.shown, storms_total=data.storms_total)
+                      shown=data.shown, storms_total=data.storms_total, replays=data.replays)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     page = render_report(data)
     if stamp is not None:
@@ -190,7 +211,7 @@ def write_report(tables: Tables, out_path: Path, groups_shown: int = 8, source: 
 
 
 #: The tables the report is drawn from.
-REPORT_INPUTS = (GROUP_GENERATIONS, REBALANCE_STORMS, ASSIGNOR_WHATIF)
+REPORT_INPUTS = (GROUP_GENERATIONS, REBALANCE_STORMS, ASSIGNOR_WHATIF, ASSIGNMENT_REPLAY)
 
 
 def report_stamp(tables: Tables, groups_shown: int) -> str:

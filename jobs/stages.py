@@ -193,8 +193,8 @@ def _history_stage(ctx: RunContext) -> None:
                  "restores them)")
     ctx.extra["history"] = (
         f"{generations.groups} groups continued ({generations.rows_written} generation rows written or amended, "
-        f"{generations.rows_deleted} withdrawn){late}; {replay.replayed_generations} generations replayed "
-        f"({replay.replay_mismatches} mismatches), what-if of {replay.whatif_groups} groups "
+        f"{generations.rows_deleted} withdrawn){late}; {replay.replay_summary()}; "
+        f"what-if of {replay.whatif_groups} groups "
         f"({replay.whatif_rows_written} rows written); offset events of {offsets.groups} groups "
         f"({offsets.rows_written} rows written or amended, {offsets.rows_deleted} withdrawn)"
     )

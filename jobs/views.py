@@ -71,24 +71,32 @@ VIEWS: dict[str, tuple[str, str]] = {
         """,
     ),
     "v_assignment_mismatches": (
-        "Which stored assignments differ from what Kafka's own assignor computes, and why?",
+        "Which stored assignments differ from what the leader's assignor computes, and why (the leader's client "
+        "library, the engine replayed)?",
         """
-        SELECT cluster, group_id, generation, assignor, status, reason, detail, matching_version,
-               count(*) AS members, sum(size(missing_partitions)) AS partitions_differing
+        SELECT cluster, group_id, generation, assignor, status, reason, detail, matching_version, leader_client,
+               engine, count(*) AS members, sum(size(missing_partitions)) AS partitions_differing
         FROM {db}.assignment_replay
         WHERE status <> 'match'
-        GROUP BY cluster, group_id, generation, assignor, status, reason, detail, matching_version
+        GROUP BY cluster, group_id, generation, assignor, status, reason, detail, matching_version, leader_client,
+                 engine
         """,
     ),
     "v_whatif": (
         "Over each group's history, how many partitions would each assignor (with or without static "
-        "membership) have moved and paused?",
+        "membership) have moved and paused? (Kafka's Java assignors; leader_clients names the libraries the "
+        "group's leaders actually ran when one was not Java.)",
         """
-        SELECT cluster, group_id, assignor, static_membership, count(*) AS rebalances,
-               sum(partitions_moved) AS partitions_moved, sum(paused_partitions) AS paused_partitions,
-               max(balance) AS worst_balance
-        FROM {db}.assignor_whatif
-        GROUP BY cluster, group_id, assignor, static_membership
+        SELECT w.cluster, w.group_id, w.assignor, w.static_membership, count(*) AS rebalances,
+               sum(w.partitions_moved) AS partitions_moved, sum(w.paused_partitions) AS paused_partitions,
+               max(w.balance) AS worst_balance, first(l.leader_clients) AS leader_clients
+        FROM {db}.assignor_whatif w
+        LEFT JOIN (SELECT cluster, group_id, sort_array(collect_set(leader_client)) AS leader_clients
+                   FROM {db}.assignment_replay
+                   WHERE leader_client IS NOT NULL AND leader_client NOT IN ('java', 'unknown')
+                   GROUP BY cluster, group_id) l
+          ON w.cluster = l.cluster AND w.group_id = l.group_id
+        GROUP BY w.cluster, w.group_id, w.assignor, w.static_membership
         """,
     ),
 }

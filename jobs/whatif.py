@@ -58,6 +58,24 @@ class ReplayResult:
     whatif_rows_deleted: int
     #: groups replayed again from their whole history (a change before their carried state)
     groups_recomputed: int
+    #: of the mismatches, those no reason explains (not the leader's library or client version); and the
+    #: generations whose members shared their sticky assignor's state (a `shared_sticky_state` finding)
+    replay_unexplained: int = 0
+    shared_sticky_state: int = 0
+    #: generations whose replay gave the stored assignment
+    replay_matches: int = 0
+
+    def replay_summary(self) -> str:
+        """`119 generations replayed (119 match, 0 mismatches explained by the leader's library or version, 0
+        unexplained; 6 with members sharing their sticky assignor's state)`."""
+        explained = self.replay_mismatches - self.replay_unexplained
+        other = self.replayed_generations - self.replay_matches - self.replay_mismatches
+        text = (f"{self.replayed_generations} generations replayed ({self.replay_matches} match, {explained} "
+                f"mismatches explained by the leader's library or version, {self.replay_unexplained} unexplained"
+                + (f", {other} not replayable" if other else ""))
+        if self.shared_sticky_state:
+            text += f"; {self.shared_sticky_state} with members sharing their sticky assignor's state"
+        return text + ")"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -150,7 +168,10 @@ def _replay_fn(members: pd.DataFrame) -> GroupRows:
                          None if m["subscribed_topics"] is None else tuple(m["subscribed_topics"]),
                          None if m["subscription_user_data"] is None else bytes(m["subscription_user_data"]),
                          _pairs(m["owned_partitions"]), _int(m["subscription_generation"]), m["rack_id"],
-                         _pairs(m["assigned_partitions"]), m["protocol_error"]) for m in stored])
+                         _pairs(m["assigned_partitions"]), m["protocol_error"], m["client_id"],
+                         _int(m["assignment_version"]),
+                         None if m["assignment_user_data"] is None else bytes(m["assignment_user_data"]),
+                         bool(m["is_leader"])) for m in stored])
         rows.extend({"cluster": first["cluster"], **row.to_dict()} for row in replay_rows(first["group_id"], offset, r))
     return rows
 
@@ -160,16 +181,22 @@ def assignment_replay_rows(members: DataFrame) -> DataFrame:
     return per_bucket(members, ASSIGNMENT_REPLAY, _replay_fn, DEFAULT_BUCKETS)
 
 
-def _replay(tables: Tables, changed_generations: DataFrame, since: Mapping[str, int] | None) -> tuple[int, int]:
+def _replay(tables: Tables, changed_generations: DataFrame, since: Mapping[str, int] | None
+            ) -> tuple[int, int, int, int, int]:
     """Replay the run's new generations; the rows of the earlier record of a generation stored again go.
-    Returns (generations replayed, mismatches)."""
+    Returns (generations replayed, mismatches, unexplained mismatches, generations with shared sticky state,
+    matches)."""
     stored, withdrawn = member_changes(tables, since)
     replayed = assignment_replay_rows(members_to_replay(stored, changed_generations)).persist()
     try:
         record = F.struct(*GROUP_KEY, "generation", "record_offset")
         summary = replayed.groupBy().agg(
             F.countDistinct(record).alias("n"),
-            F.countDistinct(F.when(F.col("status") == "mismatch", record)).alias("mismatches")).first()
+            F.countDistinct(F.when(F.col("status") == "mismatch", record)).alias("mismatches"),
+            F.countDistinct(F.when(F.col("reason") == "unexplained", record)).alias("unexplained"),
+            F.countDistinct(F.when(F.col("status") == "match", record)).alias("matches"),
+            F.countDistinct(F.when(F.array_contains("findings", "shared_sticky_state"), record)).alias("shared"),
+        ).first()
         deletions = withdrawn_replay_keys(withdrawn)
         rows = replayed.withColumn("_deleted", F.lit(False)).unionByName(
             deletions.select(*[F.col(c) if c in ASSIGNMENT_REPLAY.grain else F.lit(None).cast(
@@ -178,7 +205,10 @@ def _replay(tables: Tables, changed_generations: DataFrame, since: Mapping[str, 
         n = int(summary["n"] or 0) if summary else 0
         if n or not deletions.isEmpty():
             tables.upsert(ASSIGNMENT_REPLAY, rows, delete_flag="_deleted")
-        return n, int(summary["mismatches"] or 0) if summary else 0
+        if not summary:
+            return n, 0, 0, 0, 0
+        return (n, int(summary["mismatches"] or 0), int(summary["unexplained"] or 0), int(summary["shared"] or 0),
+                int(summary["matches"] or 0))
     finally:
         replayed.unpersist()
 
@@ -293,10 +323,10 @@ def run_replay_and_whatif(tables: Tables, changed_generations: DataFrame, run_id
                                                                           int(since.get(GROUP_MEMBERS.name, 0))):
         return ReplayResult(0, 0, 0, 0, 0, 0)
     with step("replay the generations stored this run"):
-        replayed, mismatches = _replay(tables, changed_generations, since)
+        replayed, mismatches, unexplained, shared, matches = _replay(tables, changed_generations, since)
     if unchanged:
-        return ReplayResult(replayed, mismatches, 0, 0, 0, 0)
+        return ReplayResult(replayed, mismatches, 0, 0, 0, 0, unexplained, shared, matches)
     with step("what-if: continue each group's replay under every assignor"):
         groups, written, deleted, recomputed = _whatif(tables, changed_generations, run_id, rebuild,
                                                        dt.timedelta(hours=reopen_hours), pending)
-    return ReplayResult(replayed, mismatches, groups, written, deleted, recomputed)
+    return ReplayResult(replayed, mismatches, groups, written, deleted, recomputed, unexplained, shared, matches)

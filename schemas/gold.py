@@ -131,7 +131,8 @@ ASSIGNMENT_REPLAY = TableSpec(
         "assignor": "The generation's protocol (assignor name).",
         "kafka_version": "Kafka client version whose assignor was replayed.",
         "status": "match, mismatch or not_replayable (for the whole generation).",
-        "reason": "custom_assignor, other_client_version, inputs_missing, not_consumer_protocol or unexplained.",
+        "reason": "custom_assignor, other_client_version, other_client_library, inputs_missing, "
+                  "not_consumer_protocol or unexplained.",
         "detail": "Human-readable detail of the reason.",
         "matching_version": "Client version whose assignor reproduces the record.",
         "partition_counts_inferred": "Partition counts inferred from the assignment.",
@@ -141,6 +142,14 @@ ASSIGNMENT_REPLAY = TableSpec(
         "missing_partitions": "Recorded but not replayed.",
         "extra_partitions": "Replayed but not recorded.",
         "match": "Recorded equals replayed for this member.",
+        "leader_client": "The client library the generation's leader ran (java, kafka-python, aiokafka, librdkafka, "
+                         "franz-go, sarama, kafkajs or unknown), with its version where the client id carries it.",
+        "leader_evidence": "What identified the leader's library: its protocol bytes' shapes, its client id.",
+        "engine": "The code the replay ran: java (Kafka's assignors at kafka_version) or kafka-python <version> "
+                  "(kafka-python's own assignor classes).",
+        "findings": "What the generation's inputs show beyond the replay: shared_sticky_state (members sent the "
+                    "same sticky user data: they share the assignor's state, as kafka-python before 3.0 does "
+                    "for consumers of one process).",
     }, not_null=("group_id", "generation", "record_offset", "assignor", "member_id"))]),
 )
 

@@ -59,9 +59,50 @@ def group_timeline(warehouse: Warehouse, group_id: str, cluster: str | None, sin
         ["group_generations"],
     )
     _, rows = rows_of(table)
+    replays = generation_replays(warehouse, group_id, cluster)
     for row in rows:
         row["evidence_line"] = evidence_line(row["cause"], row.pop("evidence") or [])
+        row["replay"] = replays.get((row["cluster"], row["generation"], row["record_offset"]))
     return rows
+
+
+#: assignment_replay columns a generation's replay line shows (engine and leader_client came later: a warehouse
+#: whose last nightly run predates them shows the replay without them)
+REPLAY_COLUMNS = ("status", "reason", "detail", "leader_client", "engine", "findings")
+
+
+def generation_replays(warehouse: Warehouse, group_id: str, cluster: str | None
+                       ) -> dict[tuple[str, int, int], dict[str, Any]]:
+    """(cluster, generation, record offset) -> the generation's replay: status, reason, detail, the leader's
+    client library, the engine replayed, findings."""
+    if "assignment_replay" not in warehouse.names:
+        return {}
+    shown = [c for c in REPLAY_COLUMNS if _has_column(warehouse, "assignment_replay", c)]
+    where = f"group_id = {sql_string(group_id)}" + (f" AND cluster = {sql_string(cluster)}" if cluster else "")
+    table = warehouse.query(f"SELECT cluster, generation, record_offset, {', '.join(shown)} FROM assignment_replay "
+                            f"WHERE {where}", ["assignment_replay"])
+    _, rows = rows_of(table)
+    out: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for row in rows:  # one row per member, the generation's columns alike on each
+        out.setdefault((row.pop("cluster"), row.pop("generation"), row.pop("record_offset")),
+                       {c: row.get(c) for c in REPLAY_COLUMNS})
+    return out
+
+
+def replay_line(replay: dict[str, Any] | None) -> list[str]:
+    """The replay lines under a generation: what was replayed with which engine, and why a mismatch is one."""
+    if not replay or replay["status"] is None:
+        return []
+    leader = f"leader {replay['leader_client']}, " if replay.get("leader_client") else ""
+    engine = f"replayed with {replay['engine']}" if replay.get("engine") else "replayed"
+    text = f"replay    {replay['status']} ({leader}{engine})"
+    if replay["status"] != "match" and replay["reason"]:
+        text += f": {replay['reason']}" + (f" - {replay['detail']}" if replay["detail"] else "")
+    lines = [text]
+    if "shared_sticky_state" in (replay.get("findings") or []):
+        lines.append("finding   shared_sticky_state: members sent the same sticky user data (they share the "
+                     "assignor's state: kafka-python < 3.0 or aiokafka, several consumers per process)")
+    return lines
 
 
 def evidence_line(cause: str | None, evidence: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
@@ -153,6 +194,8 @@ def _details(g: dict[str, Any]) -> list[str]:
         at = utc_text(load["at"]) if isinstance(load["at"], dt.datetime) else load["at"]
         detail.append(f"coordinator  loaded by broker {load['broker_id']} at {at}"
                       f" (__consumer_offsets-{load['offsets_partition']}, {load['cause_class']})")
+    if g["member_count"]:  # an empty group's record has nothing to replay
+        detail.extend(replay_line(g.get("replay")))
     line = g["evidence_line"]
     if line and line["source"]:
         detail.append(f"evidence  {os.path.basename(line['source'])}:{line['line_number']}  {line['message']}")

@@ -76,6 +76,14 @@ GENERATION_COLUMNS = ("cluster", "group_id", "generation", "started_at", "ended_
                       "cause_inferred", "members", "partitions_moved", "trigger_member", "evidence")
 WHATIF_COLUMNS = ("cluster", "group_id", "assignor", "static_membership", "generations", "partitions_moved",
                   "paused_partitions", "absorbed_generations")
+REPLAY_COLUMNS = ("cluster", "group_id", "leader_client", "engine", "generations", "matches", "explained",
+                  "unexplained", "shared_sticky_generations")
+
+#: What to do when members of a group share their sticky assignor's state.
+SHARED_STICKY_ADVICE = ("Upgrade kafka-python to 3.x (aiokafka: run one consumer per process), or run one consumer "
+                        "per process: below 3.0 the sticky assignor keeps its state on the class, so every consumer "
+                        "of a process sends the same previous assignment and a member new to the group claims "
+                        "partitions it never owned.")
 
 #: The words next to a cause no log line explained.
 INFERRED = "inferred from the records"
@@ -115,11 +123,15 @@ class ReportData:
     shown: tuple[GroupKey, ...] | None = None
     storms_total: int | None = None
     groups_shown: int = field(default=8)
+    #: per group and leader library: the replays that are worth a reader's eye (a leader that did not run
+    #: Java, an unexplained mismatch, members sharing sticky state); empty when there are none
+    replays: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(REPLAY_COLUMNS)))
 
     def __post_init__(self) -> None:
         for name, frame, columns in (("fleet", self.fleet, FLEET_COLUMNS), ("storms", self.storms, STORM_COLUMNS),
                                      ("generations", self.generations, GENERATION_COLUMNS),
-                                     ("whatif", self.whatif, WHATIF_COLUMNS)):
+                                     ("whatif", self.whatif, WHATIF_COLUMNS),
+                                     ("replays", self.replays, REPLAY_COLUMNS)):
             missing = [c for c in columns if c not in frame.columns]
             if missing:
                 raise ValueError(f"report input {name!r} lacks columns {missing}")
@@ -443,6 +455,37 @@ def _whatif_section(data: ReportData) -> str:
     return "".join(parts)
 
 
+def _replay_section(data: ReportData) -> str:
+    parts = ['<section id="replays"><h2>Assignments replayed with the leader&#39;s own client library</h2>']
+    if data.replays.empty:
+        return parts[0] + ("<p>Every replayed generation's leader ran Kafka's Java client and its stored assignment "
+                           "is what Kafka's assignor computes (or could not be replayed: see "
+                           "<code>v_assignment_mismatches</code>).</p></section>")
+    parts.append('<p class="note">Each generation\'s stored assignment is replayed with the assignor of the library '
+                 "its leader ran (told from the ConsumerProtocol bytes the leader wrote, confirmed by a default "
+                 "client id): kafka-python's own classes for a kafka-python leader, Kafka's Java assignors "
+                 "otherwise. A mismatch is explained when another library's (or client version's) algorithm is "
+                 "why. Listed: groups whose leader was not a Java client, with an unexplained mismatch, or whose "
+                 "members shared their sticky assignor's state.</p>")
+    several = _several_clusters(data)
+    head = ["group", "leader library", "replayed with", "generations", "match", "explained mismatches",
+            "unexplained", "shared sticky state"]
+    rows = []
+    shared_any = False
+    for r in _labelled(data.replays, several).to_dict("records"):
+        shared = [int(g) for g in (r["shared_sticky_generations"] if r["shared_sticky_generations"] is not None
+                                   else [])]
+        shared_any = shared_any or bool(shared)
+        rows.append([_esc(r["group"]), _esc(r["leader_client"] or "-"), _esc(r["engine"] or "-"),
+                     _esc(r["generations"]), _esc(r["matches"]), _esc(r["explained"]), _esc(r["unexplained"]),
+                     _esc(f"generations {', '.join(map(str, shared))}" if shared else "-")])
+    parts.append(_table("replay-table", head, rows))
+    if shared_any:
+        parts.append(f'<div class="why"><b>Shared sticky state.</b> {_esc(SHARED_STICKY_ADVICE)}</div>')
+    parts.append("</section>")
+    return "".join(parts)
+
+
 _CSS = """
 body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; margin: 0; color: #222; }
 header { background: #1f2d3d; color: #fff; padding: 18px 32px; }
@@ -499,6 +542,7 @@ def _document(data: ReportData) -> str:
         _fleet_section(data),
         *(_group_section(data, c, g, anchors[(c, g)]) for c, g in data.shown or ()),
         _whatif_section(data),
+        _replay_section(data),
         "</main>",
     ]
     plotly_js = f'<script type="text/javascript">{get_plotlyjs()}</script>'

@@ -160,6 +160,35 @@ def test_a_poll_timeout_is_named_with_the_clients_own_words(warehouse: Path,
                    for b in block)
 
 
+def test_each_generation_says_which_library_replayed_it_and_the_shared_sticky_state(
+        spark: SparkSession, warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    """sticky-group ran kafka-python 2.2.15 (scenarios.json): its generations are replayed with kafka-python's own
+    sticky, and those with two members or more sent one shared sticky state (kafka-python < 3.0 keeps it on the
+    class). The replay each line shows is the one Spark reads from assignment_replay."""
+    story = scenario(LOGGED, "sticky-group")
+    assert story["client"] == "kafka-python 2.2.15"
+    replays = {(r["generation"], r["record_offset"]): r for r in spark_rows(spark, warehouse, "assignment_replay")
+               if (r["cluster"], r["group_id"]) == (LOGGED, story["group_id"])}
+    status, out, _ = run_cgh(capsys, "--tables", str(warehouse), "group", story["group_id"], "--cluster", LOGGED,
+                             "--json")
+    rows = [row for row in json_lines(out) if row["member_count"]]
+    assert status == 0 and [row["generation"] for row in rows] == [g["generation"] for g in story["generations"]
+                                                                  if g["members"]]
+    for row in rows:
+        stored = replays[(row["generation"], row["record_offset"])]
+        assert row["replay"] == {c: stored[c] for c in ("status", "reason", "detail", "leader_client", "engine",
+                                                        "findings")}
+        assert (row["replay"]["status"], row["replay"]["engine"]) == ("match", "kafka-python 2.2.15")
+    shared = {row["generation"] for row in rows if "shared_sticky_state" in row["replay"]["findings"]}
+    assert shared == {g["generation"] for g in story["generations"] if len(g["members"]) >= 2}
+
+    status, text, _ = run_cgh(capsys, "--tables", str(warehouse), "group", story["group_id"], "--cluster", LOGGED)
+    lines = text.splitlines()
+    assert sum("replay    match (leader kafka-python, replayed with kafka-python 2.2.15)" in line
+               for line in lines) == len(rows)
+    assert sum(line.strip().startswith("finding   shared_sticky_state") for line in lines) == len(shared)
+
+
 def test_causes_without_log_lines_are_said_to_be_inferred(spark: SparkSession, warehouse: Path,  # noqa: F811
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     inferred = [g for g in spark_rows(spark, warehouse, "group_generations")

@@ -13,8 +13,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from jobs.common.delta_io import Tables
+from jobs.common.report_html import SHARED_STICKY_ADVICE
 from jobs.report import write_report
-from schemas.gold import ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
+from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
 from tests.report.page import group_sections, kpi, table_rows, text
 
 pytestmark = pytest.mark.spark
@@ -92,13 +93,36 @@ def whatif(cluster: str, group_id: str, generations: range, absorbed: set[int], 
     return rows
 
 
+def replayed(cluster: str, group_id: str, generation: int, members: int, status: str, reason: str | None,
+             leader: str, engine: str, findings: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """One generation's assignment_replay rows (one per member, the generation's columns alike on each)."""
+    return [{**dict.fromkeys(ASSIGNMENT_REPLAY.column_names), "cluster": cluster, "group_id": group_id,
+             "generation": generation, "record_offset": 100 + generation, "assignor": "sticky", "status": status,
+             "reason": reason, "member_id": f"m{i}", "match": status == "match", "leader_client": leader,
+             "engine": engine, "findings": list(findings), "leader_evidence": []} for i in range(members)]
+
+
+def replay_rows() -> list[dict[str, Any]]:
+    """c1/poll: a kafka-python leader, generations 2 and 3 with shared sticky state; c1/mid: a Java leader whose
+    generation 2 nothing explains; c1/alpha: Java, all matching (not listed); c2/zeta: a librdkafka leader whose
+    mismatch its library explains."""
+    kp = "kafka-python 2.2.15"
+    return [*replayed("c1", "poll", 1, 1, "match", None, "kafka-python", kp),
+            *replayed("c1", "poll", 2, 2, "match", None, "kafka-python", kp, ("shared_sticky_state",)),
+            *replayed("c1", "poll", 3, 3, "match", None, "kafka-python", kp, ("shared_sticky_state",)),
+            *replayed("c1", "mid", 1, 1, "match", None, "java", "java"),
+            *replayed("c1", "mid", 2, 2, "mismatch", "unexplained", "java", "java"),
+            *replayed("c1", "alpha", 1, 2, "match", None, "java", "java"),
+            *replayed("c2", "zeta", 1, 2, "mismatch", "other_client_library", "librdkafka", "java")]
+
+
 @pytest.fixture
 def warehouse(spark: SparkSession, tables: Tables) -> Tables:
     replays = (whatif("c1", "poll", range(1, 10), {4, 6, 8}, 3) + whatif("c1", "alpha", range(1, 5), set(), 1)
                + whatif("c2", "alpha", range(1, 5), set(), 10))
     for spec, rows in ((GROUP_GENERATIONS, poll_group() + tied_groups()),
                        (REBALANCE_STORMS, [storm("c1", "poll", 1, 10, "poll_timeout", 60.0)]),
-                       (ASSIGNOR_WHATIF, replays)):
+                       (ASSIGNOR_WHATIF, replays), (ASSIGNMENT_REPLAY, replay_rows())):
         tables.ensure(spec)
         tables.append(spec, spark.createDataFrame(rows, spec.schema))
     return tables
@@ -133,6 +157,15 @@ def test_the_report_reads_and_draws_the_same_groups_and_says_why(warehouse: Tabl
     assert rows["poll (c1)"][4] == "27 / 54 (18 / 36)"
     assert rows["alpha (c1)"][1:4] == ["cooperative-sticky", "4", "0"]
     assert rows["alpha (c1)"][7] == "4 / 4 (4 / 4)"
+
+    # the replays worth a look, members sharing sticky state first, then unexplained mismatches; c1/alpha (Java,
+    # every generation matching) is not listed
+    replay = table_rows(page, "replay-table")
+    assert [r[:8] for r in replay] == [
+        ["poll (c1)", "kafka-python", "kafka-python 2.2.15", "3", "3", "0", "0", "generations 2, 3"],
+        ["mid (c1)", "java", "java", "2", "1", "0", "1", "-"],
+        ["zeta (c2)", "librdkafka", "java", "1", "0", "1", "0", "-"]]
+    assert SHARED_STICKY_ADVICE in text(page.split('id="replays"')[1])
 
 
 def test_an_inferred_cause_says_so(warehouse: Tables, tmp_path: Path) -> None:

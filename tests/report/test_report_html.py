@@ -27,8 +27,10 @@ def test_report_has_every_section_and_no_external_resources() -> None:
     page = render_report(sample_report_data())
     for element_id in ("fleet", "fleet-rebalances", "fleet-storm-timeline", "storm-table", "group-0", "group-0-gantt",
                        "group-0-durations", "group-0-movement", "group-0-rebalances", "whatif", "whatif-table",
-                       "whatif-moved", "whatif-paused"):
+                       "whatif-moved", "whatif-paused", "replays"):
         assert f'id="{element_id}"' in page, element_id
+    # no replay worth a look in the sample data: the section says every leader ran Java and matched
+    assert "Every replayed generation's leader ran Kafka's Java client" in text(page.split('id="replays"')[1])
     assert "Group orders" in page and "Group billing" in page
     assert "orders-worker@/10.0.0.7" in page  # the flapping member is named
     # nothing loaded from the network: no script, stylesheet or image tag points outside the file

@@ -93,12 +93,25 @@ def test_java_client_generations_replay_exactly(gold: Tables) -> None:
         ("cgh-cooperative-sticky", "match"), ("cgh-static-members", "match")}
 
 
-def test_kafka_python_sticky_leader_does_not_replay_as_java_sticky(gold: Tables) -> None:
-    # kafka-python ports the pre-2.6 sticky algorithm; when a third member joins, its assignment differs
-    # from Java's, and the replay says so instead of claiming a match.
-    statuses = {r["generation"]: r["status"] for r in _read(gold, ASSIGNMENT_REPLAY)
-                .where(F.col("group_id") == "cgh-sticky-group").collect()}
-    assert "mismatch" in statuses.values() and statuses[1] == "match"
+def test_each_leader_is_replayed_with_its_own_library_and_nothing_is_unexplained(
+        gold: Tables, scenarios: dict[str, dict[str, Any]]) -> None:
+    # scenarios.json says which client each scenario ran: Java for the cooperative-sticky and static-members
+    # groups, kafka-python 2.2.15 for the rest. kafka-python's sticky (its own port of an older Java
+    # algorithm) reproduces the sticky group only as kafka-python's own code; generations 2-4 carry the same
+    # sticky user data in every member (kafka-python < 3.0 keeps the assignor's state on the class).
+    rows = _read(gold, ASSIGNMENT_REPLAY).where(F.col("member_id") != "").collect()
+    assert rows and all(r["reason"] != "unexplained" for r in rows)
+    client = {s["group_id"]: s["client"] for s in scenarios.values()}
+    assert {client[r["group_id"]] for r in rows} == {"kafka-python 2.2.15", next(c for c in client.values()
+                                                                                  if "Java consumer" in c)}
+    for r in rows:
+        library, engine = (("kafka-python", "kafka-python 2.2.15") if client[r["group_id"]] == "kafka-python 2.2.15"
+                           else ("java", "java"))
+        assert (r["group_id"], r["leader_client"], r["engine"], r["status"]) == (
+            r["group_id"], library, engine, "match"), r["generation"]
+    sticky = {r["generation"]: r["findings"] for r in rows if r["group_id"] == "cgh-sticky-group"}
+    assert sorted(sticky) == [1, 2, 3, 4, 5]
+    assert {g for g, f in sticky.items() if "shared_sticky_state" in f} == {2, 3, 4}
 
 
 def test_whatif_covers_every_assignor_with_and_without_static_membership(gold: Tables) -> None:
@@ -115,7 +128,13 @@ def test_audit_views_answer_their_questions(spark: SparkSession, gold: Tables) -
     views = create_views(spark, gold.database)
     counts = {v: spark.table(f"{gold.database}.{v}").where(F.col("cluster") == CLUSTER).count() for v in views}
     assert all(counts[v] > 0 for v in ("v_rebalance_summary", "v_rebalance_causes", "v_storms", "v_flapping_members",
-                                       "v_member_changes", "v_latest_offsets", "v_assignment_mismatches", "v_whatif"))
+                                       "v_member_changes", "v_latest_offsets", "v_whatif"))
+    # every sample generation is what its leader's own library computes: no mismatch to list
+    assert counts["v_assignment_mismatches"] == 0
+    whatif_clients = {(r["group_id"], tuple(r["leader_clients"] or ())) for r in spark.table(
+        f"{gold.database}.v_whatif").where(F.col("cluster") == CLUSTER).collect()}
+    assert ("cgh-sticky-group", ("kafka-python",)) in whatif_clients
+    assert ("cgh-cooperative-sticky", ()) in whatif_clients  # a Java leader: nothing to say
     flapping = {(r["group_id"], r["member"]) for r in spark.table(f"{gold.database}.v_flapping_members")
                 .where(F.col("cluster") == CLUSTER).collect()}
     assert flapping == {("cgh-storm-crash-loop", "storm-crash-loop-b@127.0.0.1"),

@@ -18,6 +18,7 @@ MODULES = [
     "coordinator_core.records",
     "coordinator_core.segment",
     "coordinator_core.replay",
+    "coordinator_core.client_library",
     "coordinator_core.storms",
 ]
 

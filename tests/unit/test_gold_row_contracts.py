@@ -35,7 +35,8 @@ EXPECTED_ASSIGNMENT_REPLAY = T.StructType([
     column("kafka_version", T.StringType(), "Kafka client version whose assignor was replayed."),
     column("status", T.StringType(), "match, mismatch or not_replayable (for the whole generation)."),
     column("reason", T.StringType(),
-           "custom_assignor, other_client_version, inputs_missing, not_consumer_protocol or unexplained."),
+           "custom_assignor, other_client_version, other_client_library, inputs_missing, not_consumer_protocol or "
+           "unexplained."),
     column("detail", T.StringType(), "Human-readable detail of the reason."),
     column("matching_version", T.StringType(), "Client version whose assignor reproduces the record."),
     column("partition_counts_inferred", T.BooleanType(), "Partition counts inferred from the assignment."),
@@ -45,6 +46,18 @@ EXPECTED_ASSIGNMENT_REPLAY = T.StructType([
     column("missing_partitions", T.ArrayType(_TOPIC_PARTITION), "Recorded but not replayed."),
     column("extra_partitions", T.ArrayType(_TOPIC_PARTITION), "Replayed but not recorded."),
     column("match", T.BooleanType(), "Recorded equals replayed for this member."),
+    column("leader_client", T.StringType(),
+           "The client library the generation's leader ran (java, kafka-python, aiokafka, librdkafka, franz-go, "
+           "sarama, kafkajs or unknown), with its version where the client id carries it."),
+    column("leader_evidence", T.ArrayType(T.StringType()),
+           "What identified the leader's library: its protocol bytes' shapes, its client id."),
+    column("engine", T.StringType(),
+           "The code the replay ran: java (Kafka's assignors at kafka_version) or kafka-python <version> "
+           "(kafka-python's own assignor classes)."),
+    column("findings", T.ArrayType(T.StringType()),
+           "What the generation's inputs show beyond the replay: shared_sticky_state (members sent the same sticky "
+           "user data: they share the assignor's state, as kafka-python before 3.0 does for consumers of one "
+           "process)."),
 ])
 
 EXPECTED_ASSIGNOR_WHATIF = T.StructType([

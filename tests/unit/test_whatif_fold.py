@@ -244,8 +244,9 @@ def test_a_state_of_another_layout_version_is_refused() -> None:
 # Replay from decoded members
 
 
-def stored(protocol_type: str, member: m.MemberMetadata) -> StoredMember:
-    """A member as the decode stage writes it to group_members (coordinator_core.batch's member columns)."""
+def stored(protocol_type: str, member: m.MemberMetadata, leader: str | None = None) -> StoredMember:
+    """A member as the decode stage writes it to group_members (coordinator_core.batch's member columns);
+    `leader`: the record's leader member id."""
     proto = decode_member_protocol(protocol_type, member)
     sub, asg = proto.subscription, proto.assignment
     return StoredMember(
@@ -256,7 +257,9 @@ def stored(protocol_type: str, member: m.MemberMetadata) -> StoredMember:
         owned_partitions=tuple((t, p) for t, p in sub.owned_partitions) if sub else None,
         subscription_generation=sub.generation_id if sub else None, rack_id=sub.rack_id if sub else None,
         assigned_partitions=tuple((t, p) for t, p in asg.partitions) if asg else None,
-        protocol_error=str(proto.error) if proto.error else None)
+        protocol_error=str(proto.error) if proto.error else None, client_id=member.client_id,
+        assignment_version=asg.version if asg else None, assignment_user_data=asg.user_data if asg else None,
+        is_leader=member.member_id == leader)
 
 
 def _group_metadata_values() -> list[m.GroupMetadataValue]:
@@ -273,7 +276,7 @@ def test_a_stored_generation_replays_as_its_record() -> None:
     assert len(values) > 60
     for value in values:
         got = replay_stored_generation(value.generation, value.protocol_type, value.protocol,
-                                       [stored(value.protocol_type, x) for x in value.members])
+                                       [stored(value.protocol_type, x, value.leader) for x in value.members])
         assert got == replay_generation(value)
 
 
@@ -284,6 +287,6 @@ def test_a_stored_member_whose_bytes_did_not_decode_is_not_replayable_for_the_sa
         value = m.GroupMetadataValue("consumer", 3, "range", "a", -1, (
             m.MemberMetadata("a", None, "c", "h", 1, 1, good, asg),
             m.MemberMetadata("b", None, "c", "h", 1, 1, subscription, b"")))
-        got = replay_stored_generation(3, "consumer", "range", [stored("consumer", x) for x in value.members])
+        got = replay_stored_generation(3, "consumer", "range", [stored("consumer", x, "a") for x in value.members])
         assert got == replay_generation(value)
         assert (got.status, got.reason) == ("not_replayable", "inputs_missing")
