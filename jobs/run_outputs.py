@@ -258,6 +258,8 @@ def summary_json(ctx: RunContext | None, status: str, exit_status: int, *, run_i
     for name in ("history", "storms", "maintenance", "report"):
         if name in stages and name in ctx.extra:
             stages[name]["summary"] = ctx.extra[name]
+    if "history" in stages and ctx.replay_counts is not None:
+        stages["history"]["replay"] = ctx.replay_counts
     if "storms" in stages:
         stages["storms"].update(storms_written_or_amended=len(storms))
     doc["stages"] = stages

@@ -86,6 +86,9 @@ class RunContext:
     finished_at: dt.datetime | None = None
     #: the names of the stages this run runs, in order
     stages: tuple[str, ...] = ()
+    #: the history stage's assignment replay: generations replayed, matched, mismatched (explained or not),
+    #: with shared sticky state (jobs.whatif.ReplayResult.counts), for the JSON summary
+    replay_counts: dict[str, int] | None = None
     #: group_state columns the history stage computed, handed to the storms stage when it follows, which
     #: writes them with its own: one MERGE of group_state per run (each costs ~1.5 s however small)
     pending_states: StateWrites | None = None
@@ -193,11 +196,13 @@ def _history_stage(ctx: RunContext) -> None:
                  "restores them)")
     ctx.extra["history"] = (
         f"{generations.groups} groups continued ({generations.rows_written} generation rows written or amended, "
-        f"{generations.rows_deleted} withdrawn){late}; {replay.replay_summary()}; "
-        f"what-if of {replay.whatif_groups} groups "
+        f"{generations.rows_deleted} withdrawn){late}; what-if of {replay.whatif_groups} groups "
         f"({replay.whatif_rows_written} rows written); offset events of {offsets.groups} groups "
         f"({offsets.rows_written} rows written or amended, {offsets.rows_deleted} withdrawn)"
     )
+    # The replays on a line of their own (after the history's per-cluster lines), and in the JSON summary
+    ctx.extra["replay"] = replay.replay_summary()
+    ctx.replay_counts = replay.counts()
 
 
 def _storms_stage(ctx: RunContext) -> None:

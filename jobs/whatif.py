@@ -65,6 +65,14 @@ class ReplayResult:
     #: generations whose replay gave the stored assignment
     replay_matches: int = 0
 
+    def counts(self) -> dict[str, int]:
+        """The replay's figures by name (the run's JSON summary)."""
+        return {"generations_replayed": self.replayed_generations, "matches": self.replay_matches,
+                "mismatches_explained": self.replay_mismatches - self.replay_unexplained,
+                "mismatches_unexplained": self.replay_unexplained,
+                "not_replayable": self.replayed_generations - self.replay_matches - self.replay_mismatches,
+                "shared_sticky_state": self.shared_sticky_state}
+
     def replay_summary(self) -> str:
         """`119 generations replayed (119 match, 0 mismatches explained by the leader's library or version, 0
         unexplained; 6 with members sharing their sticky assignor's state)`."""

@@ -289,7 +289,19 @@ def test_the_summary_json_matches_the_tables_and_the_samples(runs: Runs) -> None
     stamp = json.loads(report.read_text().rstrip().removesuffix("-->").rsplit("<!-- cgh report inputs ", 1)[1])
     assert stamp == {"database": "consumer_group_history", "groups_shown": 4, "versions": {
         name: DeltaTable(str(runs.root / "wh" / "tables" / name)).version()
-        for name in ("group_generations", "rebalance_storms", "assignor_whatif")}}
+        for name in ("group_generations", "rebalance_storms", "assignor_whatif", "assignment_replay")}}
+    # The replay's figures are assignment_replay's generations by status (the first run wrote them all)
+    replayed = DeltaTable(str(runs.root / "wh" / "tables" / "assignment_replay")).to_pyarrow_table().to_pylist()
+    generations = {(r["cluster"], r["group_id"], r["generation"], r["record_offset"]): r for r in replayed}
+    assert first["stages"]["history"]["replay"] == {
+        "generations_replayed": len(generations),
+        "matches": sum(r["status"] == "match" for r in generations.values()),
+        "mismatches_explained": sum(r["reason"] in ("other_client_library", "other_client_version")
+                                    for r in generations.values()),
+        "mismatches_unexplained": sum(r["reason"] == "unexplained" for r in generations.values()),
+        "not_replayable": sum(r["status"] == "not_replayable" for r in generations.values()),
+        "shared_sticky_state": sum("shared_sticky_state" in (r["findings"] or []) for r in generations.values())}
+    assert first["stages"]["history"]["replay"]["shared_sticky_state"] > 0
     # The second run: one new log line, nothing archived, no storm written or amended.
     assert second["storms"] == [] and second["storms_at_or_above_threshold"] == 0
     assert {c: v["log_lines"] for c, v in second["clusters"].items()} == {APPENDED_TO[0]: 1, CLUSTERS[1]: 0}
