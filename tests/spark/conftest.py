@@ -15,6 +15,7 @@ from jobs.common.config import Config, SparkConfig, TablesConfig, parse_config
 from jobs.common.delta_io import Tables
 from jobs.common.session import build_session, plan_for_input
 from tests.conftest import SPARK_JVMS_STARTED_FOR
+from tests.spark.empty_tables import copy_fresh_tables
 from tests.spark.sample_warehouse import SampleWarehouse, shared_sample_warehouse
 
 _databases = itertools.count()
@@ -84,6 +85,8 @@ class _SharedSession:
         if cls.session is None:
             config = _test_config(spark_root)
             cls.session = build_session(config)
+            # A fresh warehouse's tables start as copies of empty ones (tests/spark/empty_tables.py)
+            copy_fresh_tables(spark_root / "empty-tables")
             cls.started_for.append(module)
             # Every test's input is small: the session plans as a small night does (`plan_for_input`: no
             # adaptive re-planning, no broadcast by size, interpreted rather than compiled), also for the
