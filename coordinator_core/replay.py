@@ -305,21 +305,47 @@ def replay_stored_generation(generation: int, protocol_type: str | None, protoco
                    explaining_versions)
 
 
-#: How each library's assignors differ from Kafka's Java ones: the detail of an `other_client_library` mismatch.
-LIBRARY_DIFFERENCES: dict[str, str] = {
-    KAFKA_PYTHON: "kafka-python's sticky is its own port of an older Java algorithm (no constrained path, JoinGroup "
-                  "order, Python set order); its range and roundrobin sort members by member id only before 2.3 "
-                  "(no static members)",
-    AIOKAFKA: "aiokafka's assignors are a copy of kafka-python's: range and roundrobin sort members by member id "
-              "only (static members too), sticky is a port of an older Java algorithm",
-    LIBRDKAFKA: "librdkafka's cooperative-sticky is a C port of Java's AbstractStickyAssignor before 2.6 (rack-aware "
-                "since 2.2); its range and roundrobin compare instance ids only when both members have one",
-    FRANZ_GO: "franz-go's sticky and cooperative-sticky are a different algorithm by design; its rack-aware range "
-              "uses the partition leader's rack only",
-    SARAMA: "Sarama's roundrobin sorts partitions as 'topic-partition' strings (t-10 before t-2), its range and "
-            "roundrobin ignore instance ids, its sticky walks a Go map in random order",
-    KAFKAJS: "KafkaJS's RoundRobinAssigner deals its own subscription's partitions over members sorted by member id",
+#: How each library's assignors differ from Kafka's Java ones, per protocol: the detail of an
+#: `other_client_library` mismatch (from each library's source; coordinator_core/client_library.py).
+LIBRARY_DIFFERENCES: dict[str, dict[str, str]] = {
+    KAFKA_PYTHON: {
+        "sticky": "kafka-python's sticky is its own port of an older Java algorithm (no constrained path, "
+                  "JoinGroup order, Python set order)",
+        "range": "kafka-python's range sorts members by member id only before 2.3 (no static members)",
+        "roundrobin": "kafka-python's roundrobin sorts members by member id only before 2.3 (no static members)",
+        "cooperative-sticky": "kafka-python's cooperative-sticky (3.0+) is its own port",
+    },
+    AIOKAFKA: {
+        "sticky": "aiokafka's sticky is a copy of kafka-python's port of an older Java algorithm",
+        "range": "aiokafka's range sorts members by member id only, static members too",
+        "roundrobin": "aiokafka's roundrobin sorts members by member id only, static members too",
+    },
+    LIBRDKAFKA: {
+        "cooperative-sticky": "librdkafka's cooperative-sticky is a C port of Java's AbstractStickyAssignor "
+                              "before 2.6 (rack-aware since 2.2)",
+        "range": "librdkafka's range compares instance ids only when both members have one",
+        "roundrobin": "librdkafka's roundrobin compares instance ids only when both members have one",
+    },
+    FRANZ_GO: {
+        "sticky": "franz-go's sticky is a different algorithm by design",
+        "cooperative-sticky": "franz-go's cooperative-sticky is a different algorithm by design",
+        "range": "franz-go's rack-aware range uses the partition leader's rack only",
+    },
+    SARAMA: {
+        "roundrobin": "Sarama's roundrobin sorts partitions as 'topic-partition' strings (t-10 before t-2) and "
+                      "members by member id only",
+        "range": "Sarama's range sorts members by member id only (instance ids ignored)",
+        "sticky": "Sarama's sticky is its own port, walking a Go map in random order",
+        "cooperative-sticky": "Sarama's cooperative-sticky (1.60.1+) is its own port",
+    },
+    KAFKAJS: {},
 }
+
+
+def library_difference(library: str, protocol: str) -> str:
+    """How `library`'s `protocol` assignor differs from Kafka's Java one, as far as its source tells."""
+    return LIBRARY_DIFFERENCES.get(library, {}).get(
+        protocol, f"{library}'s {protocol} is its own code, not Kafka's Java assignor")
 
 
 def _kafka_python_engine(client: LeaderClient, protocol: str) -> bool:
@@ -411,7 +437,7 @@ def _replay(generation: int, protocol_type: str | None, protocol: str | None, ha
     installed_kafka_python = engine != JAVA and client.version in (None, KAFKA_PYTHON_VERSION)
     if client.library not in (JAVA, UNKNOWN) and (explained_by is not None or not installed_kafka_python):
         # Another library's leader: its own algorithm (or another version of it) is why, not a fault.
-        how = LIBRARY_DIFFERENCES.get(client.library, f"{client.library}'s assignors are not Kafka's Java code")
+        how = library_difference(client.library, protocol)
         ran = (f"replayed with kafka-python {KAFKA_PYTHON_VERSION}'s own {protocol}" if engine != JAVA
                else f"replayed with Kafka's Java {protocol} ({kafka_version})")
         also = (f"; the {protocol} assignor of kafka-clients {explained_by} reproduces the record"

@@ -420,6 +420,13 @@ def _whatif_section(data: ReportData) -> str:
                  "(<code>group.instance.id</code>) would have: a member back within its session timeout causes "
                  "no rebalance. Partitions paused: eager assignors stop every owned partition during a "
                  "rebalance, cooperative-sticky only the moved ones. Bold: the assignor the group used.</p>")
+    other = {(r["cluster"], r["group_id"]): r["leader_client"] for r in data.replays.to_dict("records")
+             if r["leader_client"] not in (None, "java", "unknown")}
+    named = [f"{label} ({other[(c, g)]})" for c, g, label in zip(per_group["cluster"], per_group["group_id"],
+                                                                  per_group["group"], strict=True) if (c, g) in other]
+    if named:
+        parts.append('<p class="note">The replay is Kafka\'s Java assignors (what a group would switch to); these '
+                     f"groups' leaders ran another client library: {_esc(', '.join(named))}.</p>")
     head = ["group", "assignor used", "rebalances replayed", "avoided by static membership"]
     head += [f"{a}<br><small>moved / paused (static)</small>" for a in WHATIF_ASSIGNORS]
     rows = []

@@ -166,6 +166,9 @@ def test_the_report_reads_and_draws_the_same_groups_and_says_why(warehouse: Tabl
         ["mid (c1)", "java", "java", "2", "1", "0", "1", "-"],
         ["zeta (c2)", "librdkafka", "java", "1", "0", "1", "0", "-"]]
     assert SHARED_STICKY_ADVICE in text(page.split('id="replays"')[1])
+    # the what-if says which shown group's leader ran another library than the Java assignors it replays
+    whatif_section = text(page.split('id="whatif"')[1].split("</section>")[0])
+    assert "these groups' leaders ran another client library: poll (c1) (kafka-python)." in whatif_section
 
 
 def test_an_inferred_cause_says_so(warehouse: Tables, tmp_path: Path) -> None:
