@@ -255,7 +255,7 @@ def summary_json(ctx: RunContext | None, status: str, exit_status: int, *, run_i
         stages["logs"].update(files=len(ctx.logs.files), lines_read=ctx.logs.lines_read,
                               entries_archived=ctx.logs.entries_archived, events=ctx.logs.events,
                               unparsed=ctx.logs.unparsed, read_errors=len(ctx.logs.read_errors))
-    for name in ("history", "storms", "maintenance", "report"):
+    for name in ("history", "storms", "cost", "maintenance", "report"):
         if name in stages and name in ctx.extra:
             stages[name]["summary"] = ctx.extra[name]
     if "history" in stages and ctx.replay_counts is not None:

@@ -20,6 +20,7 @@ from jobs.common.config import Config
 from jobs.common.delta_io import Tables
 from jobs.common.group_state import StateWrites
 from jobs.common.progress import step
+from jobs.cost import run_cost
 from jobs.decode.stage import DecodeResult, run_decode
 from jobs.history.inputs import RunRange
 from jobs.history.stage import run_generations
@@ -49,6 +50,7 @@ from schemas import (
     OFFSET_EVENTS,
     RAW_LOG_LINES,
     RAW_OFFSETS,
+    REBALANCE_COST,
     REBALANCE_STORMS,
     REPLICA_CONFLICTS,
     TableSpec,
@@ -232,6 +234,21 @@ def _continue_storms(ctx: RunContext, pending: StateWrites | None) -> None:
                            f"{result.storms_deleted} withdrawn")
 
 
+def _cost_stage(ctx: RunContext) -> None:
+    """What each rebalance near the run's changes cost (jobs/cost.py): generation rows the history stage
+    changed, or client revoke/assign lines new in this run."""
+    changed = ctx.extra_frames.get("changed_generations")
+    if changed is None and _nothing_new(ctx):
+        ctx.extra["cost"] = "no generation changed and no new client line"
+        return
+    with step("cost: pauses, paused partition-seconds and records delayed of the rebalances near the changes"):
+        result = run_cost(ctx.tables, changed, ctx.run_range(), ctx.rebuild,
+                          reopen_hours=ctx.config.history.reopen_hours)
+    ctx.extra["cost"] = (f"{result.groups} groups' rebalance costs: {result.rows_written} rows written, "
+                         f"{result.rows_withdrawn} withdrawn; {result.paused_partition_hours:.3f} paused "
+                         f"partition-hours, ~{result.records_delayed} records delayed in them")
+
+
 def _maintenance_stage(ctx: RunContext) -> None:
     """Compact and vacuum the tables this run changed (jobs/maintenance.py). It changes no row, so it
     writes no table of its own: if the run dies later, its commits on derived tables are undone with the
@@ -278,6 +295,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("history", (GROUP_GENERATIONS, OFFSET_EVENTS, ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_STATE),
           _history_stage),
     Stage("storms", (REBALANCE_STORMS, GROUP_STATE), _storms_stage),
+    Stage("cost", (REBALANCE_COST,), _cost_stage),
     Stage("maintenance", (), _maintenance_stage),
     Stage("report", (), _report_stage),
 )

@@ -43,6 +43,29 @@ VIEWS: dict[str, tuple[str, str]] = {
         FROM {db}.rebalance_storms
         """,
     ),
+    "rebalance_cost_partitions": (
+        "One row per rebalance and partition that paused: from and to member, stop and resume with their bounds "
+        "and sources, pause, the rate used and records delayed (rebalance_cost.partitions, exploded)",
+        """
+        SELECT c.cluster, c.group_id, c.group_protocol, c.generation, c.record_offset, c.restarted_member_id,
+               c.rebalance_at, c.protocol_kind, p.*
+        FROM {db}.rebalance_cost c LATERAL VIEW explode(c.partitions) x AS p
+        """,
+    ),
+    "v_rebalance_cost": (
+        "Which groups paid most for their rebalances? (paused partition-seconds and records delayed per group)",
+        """
+        SELECT cluster, group_id, count(*) AS rebalances, sum(partitions_paused) AS partitions_paused,
+               round(sum(coalesce(partition_seconds, partition_seconds_low)), 3) AS paused_partition_seconds,
+               round(sum(partition_seconds_low), 3) AS paused_partition_seconds_low,
+               round(sum(partition_seconds_high), 3) AS paused_partition_seconds_high,
+               sum(records_delayed) AS records_delayed, max(pause_ms) AS longest_pause_ms,
+               count_if(inferred) AS rebalances_inferred, min(rebalance_at) AS first_seen,
+               max(rebalance_at) AS last_seen
+        FROM {db}.rebalance_cost
+        GROUP BY cluster, group_id
+        """,
+    ),
     "v_flapping_members": (
         "Which clients (client id @ host, or static instance id) rejoin their group again and again?",
         """

@@ -11,6 +11,7 @@ from schemas.gold import (
     GOLD_TABLES,
     GROUP_GENERATIONS,
     OFFSET_EVENTS,
+    REBALANCE_COST,
     REBALANCE_STORMS,
 )
 from schemas.logs import COORDINATOR_EVENTS, LOG_FILE_READS, RAW_LOG_LINES
@@ -56,6 +57,7 @@ __all__ = [
     "OFFSET_EVENTS",
     "RAW_LOG_LINES",
     "RAW_OFFSETS",
+    "REBALANCE_COST",
     "REBALANCE_STORMS",
     "REPLICA_CONFLICTS",
     "TableSpec",

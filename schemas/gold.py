@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
+from coordinator_core.cost import RebalanceCostRow
 from coordinator_core.history import GenerationRow, OffsetEventRow
 from coordinator_core.history.model import schema_fields
 from coordinator_core.replay import AssignmentReplayRow, WhatIfRow
@@ -211,4 +212,44 @@ REBALANCE_STORMS = TableSpec(
     }, not_null=("cluster", "group_id", "window_start"))),
 )
 
-GOLD_TABLES = (GROUP_GENERATIONS, OFFSET_EVENTS, ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, REBALANCE_STORMS)
+REBALANCE_COST = TableSpec(
+    name="rebalance_cost",
+    comment=(
+        "What each rebalance cost: per generation change (and per static member replaced without one), the "
+        "window, the group's pause, partitions paused, partition-seconds paused and records delayed, each with "
+        "a low and high bound and the source of each end; the partitions' own pauses in `partitions` (one row "
+        "each in the rebalance_cost_partitions view)."
+    ),
+    grain=("cluster", "group_id", "group_protocol", "generation", "record_offset", "restarted_member_id"),
+    partition_columns=("cluster",),
+    # Each night replaces the rows of the rebalances near its changes (MERGE).
+    properties={"delta.enableDeletionVectors": "true"},
+    schema=T.StructType([_CLUSTER, *_row_columns(RebalanceCostRow, {
+        "group_id": "Consumer group id.",
+        "group_protocol": "classic or consumer (KIP-848).",
+        "generation": "The generation (or group epoch) the rebalance produced.",
+        "record_offset": "Offset of the record that stored the generation (as in group_generations).",
+        "restarted_member_id": "Null for a generation change; for a static member replaced without a rebalance, "
+                               "its new member id.",
+        "rebalance_at": "When the rebalance completed (the stored assignment, else the join end or start).",
+        "protocol_kind": "eager, cooperative, consumer (KIP-848) or static_restart.",
+        "window_start": "First partition's stop (a point where a source gives one, else its earliest bound).",
+        "window_start_source": "client, broker, record, commits or bound (no source gives a point).",
+        "window_end": "Last partition's resume (a point, else its latest known bound).",
+        "pause_ms": "The group's pause: time at least one partition was paused (union of the members' pauses); "
+                    "null when some end has bounds only.",
+        "pause_low_ms": "The shortest group pause the bounds allow.",
+        "pause_high_ms": "The longest group pause the bounds allow; null when unbounded.",
+        "partition_seconds": "Sum of the partitions' pauses (seconds); null when some pause has bounds only.",
+        "rate_coverage": "Share of paused partitions with a consumption rate (committed-offset progress).",
+        "records_delayed": "Rate x pause summed over the partitions with a rate: an estimate (log-end offsets are "
+                           "not in __consumer_offsets).",
+        "inferred": "Some end comes from commits or bounds, not from a log line or a record.",
+        "clock_offsets_ms": "Per member: its log clock minus the broker's (its sync line against the stored "
+                            "assignment); lines of members off by over a second are shifted by it.",
+        "partitions": "Each paused partition: from/to member, stop and resume (point, bounds, source), pause, "
+                      "rate used, records delayed.",
+    }, not_null=("group_id", "group_protocol", "generation", "protocol_kind"))]),
+)
+
+GOLD_TABLES = (GROUP_GENERATIONS, OFFSET_EVENTS, ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, REBALANCE_STORMS, REBALANCE_COST)

@@ -81,12 +81,16 @@ class Sample:
         return self.events[group] + self.events[None]
 
 
-@functools.lru_cache(maxsize=1)
 def sample() -> Sample:
+    return load_sample(SAMPLE)
+
+
+@functools.lru_cache(maxsize=3)
+def load_sample(root: Path) -> Sample:
     """Every record of every segment by group (transactional commits marked with their outcome; records the
     decoder rejects are left out, as the pipeline quarantines them), and every parsed log line by group."""
     records: dict[str, list[GroupRecord]] = defaultdict(list)
-    for directory in sorted(SAMPLE.glob("__consumer_offsets-*")):
+    for directory in sorted(root.glob("__consumer_offsets-*")):
         pending: dict[int, list[tuple[str, int]]] = defaultdict(list)   # producer id -> (group, index)
         for segment in sorted(directory.glob("*.log")):
             for entry in cc.read_segment(str(segment)):
@@ -106,10 +110,10 @@ def sample() -> Sample:
                 if entry.is_transactional:
                     pending[entry.producer_id].append((group, len(records[group]) - 1))
     events: dict[str | None, list[CoordinatorEvent]] = defaultdict(list)
-    for path in [SAMPLE / "broker" / "server.log", *sorted((SAMPLE / "clients").glob("*.log"))]:
+    for path in [root / "broker" / "server.log", *sorted((root / "clients").glob("*.log"))]:
         for event in read_log_lines(str(path), source=os.path.basename(path)):
             events[event.group_id].append(event)
-    scenarios = json.loads((SAMPLE / "scenarios.json").read_text())["scenarios"]
+    scenarios = json.loads((root / "scenarios.json").read_text())["scenarios"]
     return Sample(records, events, scenarios)
 
 

@@ -1,0 +1,220 @@
+"""Gold stage: rebalance_cost, what each rebalance cost (coordinator_core.cost), for the rebalances near the
+run's changes.
+
+A rebalance's cost is a pure function of its generation row and the one before it, its members' client
+lines and its partitions' commits around it: nothing accumulates over a group's history, so the stage
+carries no state. Each night it takes the groups with a changed generation row or a new client
+revoke/assign line (and those whose recent rows still wait for a partition's first commit after its
+pause), and per group the earliest time a change touches (``lo``); it reads, for those groups only, the
+generation rows still in force at ``lo`` or later (the one before the first change included), their client
+lines from ``reopen_hours`` before ``lo`` (a member's identity line can be that old) and their commits
+from ``commit_horizon + rate_lookback`` before ``lo`` (what coordinator_core.cost reads), all by cluster
+and time (file statistics skip the older files), then replaces the group's cost rows from ``lo`` on with
+one MERGE. A rebalance whose client lines arrive a night later is amended then (the new lines make the
+group touched).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from coordinator_core.cost import CLIENT_EVENT_TYPES, PAUSE_EVENT_TYPES, CostSettings
+from jobs.common.delta_io import Tables
+from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
+from jobs.history.inputs import RunRange
+from jobs.storms import fold_output_spec, plain_records
+from schemas.gold import GROUP_GENERATIONS, REBALANCE_COST
+from schemas.logs import COORDINATOR_EVENTS
+from schemas.silver import OFFSET_COMMITS
+
+_OUTPUT = fold_output_spec("_cost_output", REBALANCE_COST, T.StructField("_deleted", T.BooleanType()))
+
+#: What the per-group function reads of each fact: a client line or a commit.
+_FACTS = T.StructType([
+    T.StructField("cluster", T.StringType()), T.StructField("group_id", T.StringType()),
+    T.StructField("kind", T.StringType()), T.StructField("timestamp", T.TimestampType()),
+    T.StructField("event_type", T.StringType()), T.StructField("member_id", T.StringType()),
+    T.StructField("generation", T.LongType()), T.StructField("partitions", T.StringType()),
+    T.StructField("source", T.StringType()), T.StructField("client_id", T.StringType()),
+    T.StructField("thread", T.StringType()), T.StructField("line_number", T.LongType()),
+    T.StructField("topic", T.StringType()), T.StructField("partition", T.LongType()),
+    T.StructField("offset", T.LongType()),
+])
+
+
+@dataclass(frozen=True)
+class CostResult:
+    groups: int
+    rows_written: int
+    rows_withdrawn: int
+    #: paused partition-hours of the rows written (point figures, else low bounds)
+    paused_partition_hours: float
+    records_delayed: int
+
+
+def _touched(changed: DataFrame, new_lines: DataFrame) -> DataFrame:
+    """(cluster, group_id, lo): the groups with a changed generation row or a new pause line, and the
+    earliest time a change touches."""
+    at = F.coalesce("rebalance_started_at", "stabilized_at", "assignment_stored_at", "ended_at")
+    rows = changed.select(*GROUP_KEY, at.alias("lo")).where(F.col("lo").isNotNull())
+    lines = new_lines.where(F.col("group_id").isNotNull() & F.col("event_type").isin(*PAUSE_EVENT_TYPES)
+                            ).select(*GROUP_KEY, F.col("timestamp").alias("lo"))
+    return rows.unionByName(lines).groupBy(*GROUP_KEY).agg(F.min("lo").alias("lo"))
+
+
+def _bounds(touched: DataFrame) -> dict[str, dt.datetime]:
+    """Per cluster, the earliest time a change touches (one row per cluster)."""
+    return {r["cluster"]: r["lo"] for r in touched.groupBy("cluster").agg(F.min("lo").alias("lo")).collect()}
+
+
+def _with_incomplete(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], reopen: dt.timedelta
+                     ) -> DataFrame:
+    """The touched groups, and the groups of the clusters with news whose cost rows within `reopen` of it
+    still wait for a partition's first commit after the pause (no high bound yet): their commits may have
+    come since."""
+    in_time = F.lit(False)
+    for cluster, lo in bounds.items():
+        in_time = in_time | ((F.col("cluster") == cluster) & (F.col("rebalance_at") >= lo - reopen))
+    waiting = (tables.read(REBALANCE_COST)
+               .where(F.col("cluster").isin(*bounds) & in_time & F.col("pause_high_ms").isNull()
+                      & (F.col("partitions_paused") > 0))
+               .select(*GROUP_KEY, F.col("rebalance_at").alias("lo")))
+    return touched.unionByName(waiting).groupBy(*GROUP_KEY).agg(F.min("lo").alias("lo"))
+
+
+def _generations(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], context: dt.timedelta
+                 ) -> DataFrame:
+    """The touched groups' generation rows in force at their `lo` or later, and those that ended within
+    `context` before it (a cooperative second round needs the owners before its first round; members and
+    changes as JSON: deeply nested structs do not cross into pandas reliably)."""
+    in_time = F.lit(False)
+    for cluster, lo in bounds.items():
+        in_time = in_time | ((F.col("cluster") == cluster)
+                             & (F.col("ended_at").isNull() | (F.col("ended_at") >= lo - context)))
+    rows = (tables.read(GROUP_GENERATIONS).where(F.col("cluster").isin(*bounds) & in_time)
+            .join(F.broadcast(touched), on=GROUP_KEY))
+    ended, back = F.col("ended_at"), F.expr(f"INTERVAL {int(context.total_seconds())} SECONDS")
+    return rows.where(ended.isNull() | (ended >= F.col("lo") - back)).select(
+        *GROUP_KEY, "group_protocol", "generation", "record_offset", "outcome", "protocol", "rebalance_started_at",
+        "stabilized_at", "assignment_stored_at", "ended_at", F.to_json("members").alias("members"),
+        F.to_json("member_id_changes").alias("member_id_changes"), "lo")
+
+
+def _facts(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], line_lookback: dt.timedelta,
+           commit_lookback: dt.timedelta) -> DataFrame:
+    """The touched groups' client lines and commits near their changes, as one frame of `_FACTS`."""
+    def near(column: str, back: dt.timedelta) -> Any:
+        condition = F.lit(False)
+        for cluster, lo in bounds.items():
+            condition = condition | ((F.col("cluster") == cluster) & (F.col(column) >= lo - back))
+        return F.col("cluster").isin(*bounds) & condition
+
+    groups = F.broadcast(touched.select(*GROUP_KEY))
+    lines = (tables.read(COORDINATOR_EVENTS)
+             .where(near("timestamp", line_lookback) & F.col("group_id").isNotNull()
+                    & F.col("event_type").isin(*CLIENT_EVENT_TYPES))
+             .join(groups, on=GROUP_KEY, how="left_semi")
+             .select(*GROUP_KEY, F.lit("line").alias("kind"), "timestamp", "event_type", "member_id",
+                     F.col("generation").cast("long"), "partitions", F.col("log_source").alias("source"),
+                     "client_id", "thread", "line_number", F.lit(None).cast("string").alias("topic"),
+                     F.lit(None).cast("long").alias("partition"), F.lit(None).cast("long").alias("offset")))
+    commits = (tables.read(OFFSET_COMMITS)
+               .where(near("record_timestamp", commit_lookback) & ~F.col("is_tombstone"))
+               .join(groups, on=GROUP_KEY, how="left_semi")
+               .select(*GROUP_KEY, F.lit("commit").alias("kind"), F.col("record_timestamp").alias("timestamp"),
+                       *[F.lit(None).cast(f.dataType).alias(f.name) for f in _FACTS.fields[4:12]],
+                       "topic", F.col("topic_partition").cast("long").alias("partition"),
+                       F.col("committed_offset").alias("offset")))
+    return lines.unionByName(commits)
+
+
+def _cost_fn(settings: CostSettings) -> Callable[[pd.DataFrame, pd.DataFrame], GroupRows]:
+    def run(generations: pd.DataFrame, facts: pd.DataFrame) -> GroupRows:
+        import json
+
+        from coordinator_core.cost import commits_by_partition, cost_generation, rebalance_costs
+
+        if generations.empty:
+            return []
+        rows = plain_records(generations)
+        cluster, lo = rows[0]["cluster"], rows[0]["lo"]
+        for r in rows:
+            r["members"] = json.loads(r["members"]) if r["members"] else []
+            r["member_id_changes"] = json.loads(r["member_id_changes"]) if r["member_id_changes"] else []
+            for change in r["member_id_changes"]:  # JSON text times back to datetimes
+                change["at"] = dt.datetime.fromisoformat(change["at"]) if change.get("at") else None
+        known = plain_records(facts)
+        lines = [f for f in known if f["kind"] == "line"]
+        commits = commits_by_partition({"topic": f["topic"], "partition": f["partition"], "at": f["timestamp"],
+                                        "offset": f["offset"]} for f in known if f["kind"] == "commit")
+        wanted = [cost_generation(r) for r in rows]
+        only = {g.generation for g in wanted if g.order_time is not None and g.order_time >= lo}
+        costs = rebalance_costs(rows, lines, commits, settings, only=only)
+        return [{**r.to_dict(), "cluster": cluster, "_deleted": False} for r in costs
+                if r.rebalance_at is not None and r.rebalance_at >= lo]
+
+    return run
+
+
+def run_cost(tables: Tables, changed_generations: DataFrame | None, run: RunRange, rebuild: bool, *,
+             reopen_hours: float, settings: CostSettings | None = None) -> CostResult:
+    """Replace the cost rows of the rebalances near the run's changes (see the module docstring)."""
+    settings = settings or CostSettings()
+    new_lines = run.new_rows(tables, COORDINATOR_EVENTS)
+    changed = (changed_generations if changed_generations is not None
+               else tables.spark.createDataFrame([], GROUP_GENERATIONS.schema))
+    if rebuild:
+        tables.delete_where(REBALANCE_COST, "true")
+    touched = _touched(changed, new_lines)
+    bounds = _bounds(touched)
+    if not bounds:
+        return CostResult(0, 0, 0, 0.0, 0)
+    touched = _with_incomplete(tables, touched, bounds, dt.timedelta(hours=reopen_hours)).persist()
+    try:
+        bounds = _bounds(touched)
+        generations = _generations(tables, touched, bounds, dt.timedelta(hours=reopen_hours))
+        facts = _facts(tables, touched, bounds, dt.timedelta(hours=reopen_hours),
+                       settings.commit_horizon + settings.rate_lookback)
+        computed = per_bucket(generations, _OUTPUT, _cost_fn(settings), DEFAULT_BUCKETS, facts).persist()
+        try:
+            return _write(tables, touched, bounds, computed)
+        finally:
+            computed.unpersist()
+    finally:
+        touched.unpersist()
+
+
+def _write(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], computed: DataFrame) -> CostResult:
+    """One MERGE: the computed rows, and the deletion of the touched groups' rows from their `lo` on that the
+    computation no longer gives (a generation withdrawn, a partition that no longer paused)."""
+    key = list(REBALANCE_COST.grain)
+    in_time = F.lit(False)
+    for cluster, lo in bounds.items():
+        in_time = in_time | ((F.col("cluster") == cluster) & (F.col("rebalance_at") >= lo))
+    stale = (tables.read(REBALANCE_COST).where(F.col("cluster").isin(*bounds) & in_time)
+             .join(F.broadcast(touched), on=GROUP_KEY).where(F.col("rebalance_at") >= F.col("lo"))
+             .select(*key).join(computed.select(*key), on=key, how="left_anti"))
+    deletions = stale.select(*[F.col(c) if c in key else F.lit(None).cast(_OUTPUT.schema[c].dataType).alias(c)
+                               for c in _OUTPUT.column_names if c != "_deleted"]).withColumn("_deleted", F.lit(True))
+    changes = computed.unionByName(deletions).persist()
+    try:
+        figures = changes.groupBy().agg(
+            F.countDistinct(*GROUP_KEY).alias("groups"), F.sum((~F.col("_deleted")).cast("int")).alias("written"),
+            F.sum(F.col("_deleted").cast("int")).alias("withdrawn"),
+            F.sum(F.coalesce("partition_seconds", "partition_seconds_low")).alias("seconds"),
+            F.sum("records_delayed").alias("delayed")).collect()[0]
+        if figures["written"] or figures["withdrawn"]:
+            tables.upsert(REBALANCE_COST, changes.select(*REBALANCE_COST.column_names, "_deleted"),
+                          delete_flag="_deleted")
+        return CostResult(int(figures["groups"] or 0), int(figures["written"] or 0), int(figures["withdrawn"] or 0),
+                          float(figures["seconds"] or 0.0) / 3600.0, int(figures["delayed"] or 0))
+    finally:
+        changes.unpersist()

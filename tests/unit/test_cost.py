@@ -1,0 +1,363 @@
+"""coordinator_core.cost: what each rebalance cost.
+
+Ground truth is the clients' own word: on the captured samples, every paused partition's true pause is read
+here from the raw client log text (the old owner's last "Revoke(-ing) previously assigned partitions" line
+naming it, the new owner's first "Adding/Setting newly assigned partitions" line naming it after that
+member joined the generation), with a line reader of this test's own, not the parser the code uses. With the
+lines the table must equal it to the millisecond; from the records alone (logs withheld) its bounds must
+hold it. Properties over random histories (hypothesis) check what must hold whatever the input: bounds
+ordered, nothing negative, cooperative kept partitions never paused, and a rebalance's row the same whether
+computed alone or with the whole history (what the nightly job relies on).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coordinator_core.cost import (
+    COOPERATIVE,
+    EAGER,
+    SOURCE_BOUND,
+    SOURCE_CLIENT,
+    STATIC_RESTART_KIND,
+    Commit,
+    CostSettings,
+    RebalanceCostRow,
+    commits_by_partition,
+    rebalance_costs,
+)
+from coordinator_core.history import group_history
+from coordinator_core.history.model import Partition
+from tests.unit.test_history_sample import Sample, load_sample
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+# ---------------------------------------------------------------------------------------------------
+# The clients' own word, read from the raw text
+
+_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] \w+ \[([^\]]*)\] (.*)$")
+_JAVA_PREFIX = re.compile(r"clientId=([^,]+), groupId=")
+_JOINED = re.compile(r"Successfully joined group.*?(?:generationId=|<Generation )(\d+)"
+                     r".*?(?:memberId='|member_id: )([^',)]+)")
+_REVOKED = re.compile(r"(?:Revoke|Revoking|Lost) previously assigned partitions ?(.*?)(?: for group \S+)?$")
+_ASSIGNED = re.compile(r"(?:Adding|Setting) newly assigned partitions:? ?(.*)$")
+_PYTHON_TP = re.compile(r"TopicPartition\(topic='([^']+)', partition=(\d+)\)")
+
+
+def _partitions(text: str) -> set[tuple[str, int]]:
+    found = {(t, int(p)) for t, p in _PYTHON_TP.findall(text)}
+    for item in text.strip().strip("[]{}").split(","):
+        topic, _, number = item.strip().rpartition("-")
+        if topic and number.isdigit() and "TopicPartition" not in item:
+            found.add((topic, int(number)))
+    return found
+
+
+@dataclass(frozen=True)
+class Said:
+    at: dt.datetime
+    member: str
+    kind: str  # joined, revoked, assigned
+    generation: int | None
+    partitions: frozenset[tuple[str, int]]
+
+
+def client_word(root: Path) -> list[Said]:
+    """Every joined/revoked/assigned line of every client log, with the member id its stream last joined as."""
+    said: list[Said] = []
+    for path in sorted((root / "clients").glob("*.log")):
+        member: dict[str, str] = {}
+        for raw in path.read_text().splitlines():
+            m = _LINE.match(raw)
+            if not m:
+                continue
+            at = dt.datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S") + dt.timedelta(milliseconds=int(m[2]))
+            prefix = _JAVA_PREFIX.search(m[3])
+            stream = prefix[1] if prefix else m[3]
+            text = m[4]
+            if j := _JOINED.search(text):
+                member[stream] = j[2]
+                said.append(Said(at, j[2], "joined", int(j[1]), frozenset()))
+            elif (r := _REVOKED.search(text)) and stream in member:
+                said.append(Said(at, member[stream], "revoked", None, frozenset(_partitions(r[1]))))
+            elif (a := _ASSIGNED.search(text)) and stream in member:
+                said.append(Said(at, member[stream], "assigned", None, frozenset(_partitions(a[1]))))
+    return sorted(said, key=lambda s: s.at)
+
+
+def true_pause_ms(said: list[Said], generation: int, p: Partition, from_member: str, to_member: str) -> int | None:
+    """The new owner's first assign line naming p after it joined `generation`, less the old owner's last
+    revoke line naming p before that (and after it last got p): None when either member's log lacks it."""
+    joined = [s.at for s in said if s.member == to_member and s.kind == "joined" and s.generation == generation]
+    if not joined:
+        return None
+    key = (p.topic, p.partition)
+    resumed = next((s.at for s in said if s.member == to_member and s.kind == "assigned" and s.at >= joined[0]
+                    and key in s.partitions), None)
+    if resumed is None:
+        return None
+    # The old owner's revocation after it last got p (an earlier one ended an earlier pause).
+    got = [s.at for s in said if s.member == from_member and s.kind == "assigned" and key in s.partitions
+           and s.at < resumed]
+    stops = [s.at for s in said if s.member == from_member and s.kind == "revoked" and key in s.partitions
+             and s.at <= resumed and (not got or s.at >= got[-1])]
+    if not stops:
+        return None
+    return round((resumed - stops[-1]).total_seconds() * 1000)
+
+
+def _commits(s: Sample, group: str) -> dict[Partition, list[Commit]]:
+    return commits_by_partition(
+        {"topic": r.record.key.topic, "partition": r.record.key.partition, "offset": r.record.value.offset,
+         "at": dt.datetime.fromtimestamp(r.timestamp / 1000, dt.UTC).replace(tzinfo=None)}
+        for r in s.records[group] if r.record.record_type in (0, 1) and r.record.value is not None)
+
+
+def _sample_rows(name: str) -> list[tuple[str, RebalanceCostRow, RebalanceCostRow, list[Said]]]:
+    """(group, row with the logs, the same rebalance's row from the records alone, the clients' word) per
+    rebalance of every classic scenario of a sample."""
+    root = SAMPLES / name
+    s, said = load_sample(root), client_word(root)
+    out = []
+    for scenario in s.scenarios.values():
+        group = scenario["group_id"]
+        if scenario.get("group_protocol", "classic") != "classic" or group not in s.records:
+            continue
+        commits = _commits(s, group)
+        with_logs = rebalance_costs(group_history(s.records[group], s.group_events(group), group_id=group),
+                                    s.group_events(group), commits)
+        alone = {(r.generation, r.restarted_member_id): r for r in rebalance_costs(
+            group_history(s.records[group], [], group_id=group), (), commits)}
+        out.extend((group, r, alone[(r.generation, r.restarted_member_id)], said) for r in with_logs)
+    return out
+
+
+@pytest.mark.parametrize("name", ["kafka-3.9.1", "kafka-4.3.1"])
+def test_sample_pauses_equal_the_clients_word_and_records_alone_bracket_it(name: str) -> None:
+    compared = bracketed = 0
+    kinds: dict[str, int] = defaultdict(int)
+    for group, row, alone, said in _sample_rows(name):
+        by_partition = {(p.topic, p.partition): p for p in alone.partitions}
+        for p in row.partitions:
+            where = f"{name} {group} generation {row.generation} {row.protocol_kind} {p.topic}-{p.partition}"
+            assert p.pause_low_ms >= 0 and (p.pause_high_ms is None or p.pause_low_ms <= p.pause_high_ms), where
+            assert p.from_member is not None and p.to_member is not None, where
+            truth = true_pause_ms(said, row.generation, Partition(p.topic, p.partition), p.from_member, p.to_member)
+            if truth is None:
+                continue
+            kinds[row.protocol_kind] += 1
+            assert (p.stop_source, p.resume_source) == (SOURCE_CLIENT, SOURCE_CLIENT), where
+            assert p.pause_ms == truth, where
+            compared += 1
+            # The records alone: the same partition paused, and its bounds hold the true pause.
+            other = by_partition[(p.topic, p.partition)]
+            assert (other.from_member, other.to_member) == (p.from_member, p.to_member), where
+            assert other.pause_low_ms <= truth, where
+            assert other.pause_high_ms is None or truth <= other.pause_high_ms, where
+            bracketed += other.pause_high_ms is not None
+    # Every kind of classic pause the samples hold was checked, most with both bounds.
+    assert {EAGER, COOPERATIVE, STATIC_RESTART_KIND} <= set(kinds), kinds
+    assert compared >= 150 and bracketed >= 0.9 * compared, (compared, bracketed)
+
+
+def test_cooperative_kept_partitions_never_pause_on_the_sample() -> None:
+    rows = [r for _, r, _, _ in _sample_rows("kafka-4.3.1") if r.protocol_kind == COOPERATIVE]
+    assert any(r.partitions_kept for r in rows)
+    for r in rows:
+        moved = {(p.topic, p.partition) for p in r.partitions}
+        assert len(moved) == r.partitions_paused
+        # A cooperative move pauses across two generations: revoked in the first round, assigned in this one
+        # (a departed owner's partitions move in one round).
+        assert all(p.via_generation in (None, r.generation - 1) for p in r.partitions), r
+    assert any(p.via_generation is not None for r in rows for p in r.partitions)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Bad input: rows with the bounds they can claim, never an error, never a negative pause
+
+T0 = dt.datetime(2026, 1, 1, 12, 0, 0)
+P0, P1 = Partition("t", 0), Partition("t", 1)
+
+
+def _member(member_id: str, *parts: Partition, timeout: int | None = 60_000) -> dict[str, object]:
+    return {"member_id": member_id, "group_instance_id": None, "client_id": member_id,
+            "assigned_partitions": [{"topic": p.topic, "partition": p.partition} for p in parts],
+            "rebalance_timeout_ms": timeout, "session_timeout_ms": 10_000}
+
+
+def _generation(n: int, at: dt.datetime, members: list[dict[str, object]], protocol: str = "range",
+                started: dt.datetime | None = None, stabilized: dt.datetime | None = None,
+                ended: dt.datetime | None = None) -> dict[str, object]:
+    return {"group_id": "g", "group_protocol": "classic", "generation": n, "record_offset": n, "outcome": "stable",
+            "protocol": protocol, "members": members, "rebalance_started_at": started, "stabilized_at": stabilized,
+            "assignment_stored_at": at, "ended_at": ended, "member_id_changes": []}
+
+
+def _line(at: dt.datetime, source: str, kind: str, member: str | None = None, generation: int | None = None,
+          partitions: str | None = None) -> dict[str, object]:
+    return {"timestamp": at, "source": source, "client_id": source, "event_type": kind, "member_id": member,
+            "generation": generation, "partitions": partitions}
+
+
+def test_a_generation_without_logs_or_commits_gets_bounds_not_a_point() -> None:
+    s = T0 + dt.timedelta(seconds=30)
+    rows = rebalance_costs([_generation(1, T0, [_member("a", P0, P1)], ended=s - dt.timedelta(seconds=1)),
+                            _generation(2, s + dt.timedelta(milliseconds=40), [_member("a", P0), _member("b", P1)],
+                                        stabilized=s)])
+    row = rows[-1]
+    assert row.partitions_paused == 2 and row.pause_ms is None and row.inferred
+    p = row.partitions[0]
+    # The start: after the previous sync, within the largest rebalance timeout before the join ended.
+    assert p.stopped_at is None and p.stop_source == SOURCE_BOUND
+    assert p.stopped_low == max(T0, s - dt.timedelta(seconds=60)) and p.stopped_high == s
+    assert p.resumed_at == s + dt.timedelta(milliseconds=40) and p.resumed_high is None
+    assert p.pause_low_ms == 40 and p.pause_high_ms is None and row.partition_seconds is None
+
+
+def test_one_commit_gives_no_rate_and_a_revoke_without_an_assign_keeps_its_bounds() -> None:
+    s = T0 + dt.timedelta(seconds=30)
+    lines = [_line(T0, "a.log", "CLIENT_SYNCED", "a", 1), _line(s - dt.timedelta(seconds=1), "a.log",
+                                                                "CLIENT_PARTITIONS_REVOKED", partitions="t-0, t-1")]
+    commits = {P0: [Commit(T0 + dt.timedelta(seconds=5), 100)]}
+    rows = rebalance_costs([_generation(1, T0, [_member("a", P0, P1)]),
+                            _generation(2, s + dt.timedelta(seconds=2), [_member("b", P0, P1)], started=s,
+                                        stabilized=s + dt.timedelta(seconds=1))], lines, commits)
+    row = rows[-1]
+    assert row.rate_coverage == 0.0 and row.records_delayed is None
+    # "a" revoked and died (no assign line of its own): its partitions' stop is its line, the resume the record.
+    p = row.partitions[0]
+    assert p.stop_source == SOURCE_CLIENT and p.stopped_at == s - dt.timedelta(seconds=1)
+    assert p.pause_ms == 3000 and p.rate_per_s is None and p.records_delayed is None
+
+
+def test_a_client_clock_off_by_minutes_is_measured_and_its_lines_moved() -> None:
+    skew = dt.timedelta(minutes=7)
+    s = T0 + dt.timedelta(seconds=30)
+    g2_stored = s + dt.timedelta(milliseconds=500)
+    lines = [_line(T0 + dt.timedelta(milliseconds=5) + skew, "a.log", "CLIENT_SYNCED", "a", 1),
+             _line(s + dt.timedelta(milliseconds=100) + skew, "a.log", "CLIENT_PARTITIONS_REVOKED",
+                   partitions="t-0, t-1"),
+             _line(g2_stored + dt.timedelta(milliseconds=5) + skew, "a.log", "CLIENT_SYNCED", "a", 2),
+             _line(g2_stored + dt.timedelta(milliseconds=20) + skew, "a.log", "CLIENT_PARTITIONS_ASSIGNED",
+                   partitions="t-0, t-1")]
+    rows = rebalance_costs([_generation(1, T0, [_member("a", P0, P1)]),
+                            _generation(2, g2_stored, [_member("a", P0, P1)], started=s,
+                                        stabilized=s + dt.timedelta(milliseconds=300))], lines)
+    row = rows[-1]
+    assert row.clock_offsets_ms == {"a": 7 * 60_000 + 5}
+    assert [p.pause_ms for p in row.partitions] == [420, 420]  # (500 + 20) - 100, on the broker's clock
+    assert all(p.pause_ms is not None and p.pause_ms >= 0 for p in row.partitions)
+
+
+def test_records_delayed_follow_a_steady_rate() -> None:
+    """A partition consumed at a steady 200 records/s, paused ~4 s: records delayed within 10 % of 800."""
+    commits = {P0: [Commit(T0 + dt.timedelta(seconds=i), 10_000 + 200 * i) for i in range(0, 60, 5)]}
+    s = T0 + dt.timedelta(seconds=57)
+    lines = [_line(T0, "a.log", "CLIENT_SYNCED", "a", 1),
+             _line(s, "a.log", "CLIENT_PARTITIONS_REVOKED", partitions="t-0"),
+             _line(s + dt.timedelta(seconds=3), "b.log", "CLIENT_SYNCED", "b", 2),
+             _line(s + dt.timedelta(seconds=4), "b.log", "CLIENT_PARTITIONS_ASSIGNED", partitions="t-0")]
+    rows = rebalance_costs([_generation(1, T0, [_member("a", P0)]),
+                            _generation(2, s + dt.timedelta(seconds=3), [_member("a"), _member("b", P0)], started=s,
+                                        stabilized=s + dt.timedelta(seconds=2))], lines, commits)
+    p = rows[-1].partitions[0]
+    assert p.rate_per_s == pytest.approx(200.0) and p.rate_commits == 12
+    assert p.pause_ms == 4000 and abs(rows[-1].records_delayed - 800) <= 80
+
+
+# ---------------------------------------------------------------------------------------------------
+# Properties over random histories
+
+History = tuple[list[dict[str, object]], list[dict[str, object]], dict[Partition, list[Commit]]]
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> History:
+    partitions = [Partition("t", i) for i in range(draw(st.integers(1, 6)))]
+    protocol = draw(st.sampled_from(["range", "cooperative-sticky"]))
+    at, gens, lines = T0, [], []
+    commits: dict[Partition, list[Commit]] = {p: [] for p in partitions}
+    for n in range(1, draw(st.integers(2, 6)) + 1):
+        names = draw(st.lists(st.sampled_from("abcd"), min_size=1, max_size=4, unique=True))
+        owners = {p: draw(st.sampled_from(names)) for p in partitions}
+        if protocol == "cooperative-sticky" and n > 1 and draw(st.booleans()):
+            owners = {p: o for p, o in owners.items() if draw(st.booleans())}  # a first round holding some back
+        started = at + dt.timedelta(milliseconds=draw(st.integers(100, 60_000)))
+        stabilized = started + dt.timedelta(milliseconds=draw(st.integers(0, 5_000)))
+        stored = stabilized + dt.timedelta(milliseconds=draw(st.integers(0, 500)))
+        logged = draw(st.booleans())
+        gens.append(_generation(n, stored, [_member(m, *sorted(p for p, o in owners.items() if o == m))
+                                            for m in names], protocol, started if logged else None, stabilized))
+        for m in names:
+            lines.append(_line(stored + dt.timedelta(milliseconds=draw(st.integers(-50, 50))), f"{m}.log",
+                               "CLIENT_SYNCED", m, n))
+            mine = ", ".join(f"{p.topic}-{p.partition}" for p, o in owners.items() if o == m)
+            if mine and draw(st.booleans()):
+                lines.append(_line(stored + dt.timedelta(milliseconds=draw(st.integers(0, 300))), f"{m}.log",
+                                   "CLIENT_PARTITIONS_ASSIGNED", partitions=mine))
+            if mine and draw(st.booleans()):
+                lines.append(_line(stored + dt.timedelta(milliseconds=draw(st.integers(100, 90_000))), f"{m}.log",
+                                   "CLIENT_PARTITIONS_REVOKED", partitions=mine))
+        for p in partitions:
+            for _ in range(draw(st.integers(0, 3))):
+                commits[p].append(Commit(stored + dt.timedelta(milliseconds=draw(st.integers(-90_000, 90_000))),
+                                         draw(st.integers(0, 10_000))))
+        at = stored
+    for i, g in enumerate(gens[:-1]):
+        g["ended_at"] = gens[i + 1]["rebalance_started_at"] or gens[i + 1]["stabilized_at"]
+    return gens, lines, {p: sorted(c, key=lambda c: (c.at, c.offset)) for p, c in commits.items()}
+
+
+@settings(max_examples=150, deadline=None)
+@given(histories())
+def test_bounds_are_ordered_and_nothing_is_negative(history) -> None:  # type: ignore[no-untyped-def]
+    gens, lines, commits = history
+    rows = rebalance_costs(gens, lines, commits)
+    assert [r.generation for r in rows] == [g["generation"] for g in gens]
+    for r in rows:
+        assert r.pause_low_ms >= 0 and r.partition_seconds_low >= 0
+        if r.pause_high_ms is not None:
+            assert r.pause_low_ms <= r.pause_high_ms
+        if r.pause_ms is not None:
+            assert r.pause_low_ms <= r.pause_ms and (r.pause_high_ms is None or r.pause_ms <= r.pause_high_ms)
+        if r.partition_seconds is not None:
+            assert r.partition_seconds_low <= r.partition_seconds + 1e-9
+        for p in r.partitions:
+            assert p.pause_low_ms >= 0
+            for point, low, high in ((p.stopped_at, p.stopped_low, p.stopped_high),
+                                     (p.resumed_at, p.resumed_low, p.resumed_high)):
+                if point is not None:
+                    assert (low is None or low <= point) and (high is None or point <= high), p
+            if p.pause_ms is not None:
+                assert p.pause_low_ms <= p.pause_ms and (p.pause_high_ms is None or p.pause_ms <= p.pause_high_ms)
+            if p.records_delayed is not None:
+                assert p.records_delayed_low is not None and p.records_delayed_low <= p.records_delayed
+        if r.protocol_kind == COOPERATIVE:
+            assert r.partitions_paused + r.partitions_kept <= sum(
+                len(m["assigned_partitions"]) for g in gens if g["generation"] == r.generation - 1
+                for m in g["members"]) + r.partitions_paused  # type: ignore[arg-type]
+
+
+@settings(max_examples=100, deadline=None)
+@given(histories())
+def test_a_rebalance_costs_the_same_computed_alone_or_with_the_whole_history(history) -> None:  # type: ignore[no-untyped-def]
+    """What a night does: only the rebalances from its earliest change on, from the rows before them (two
+    back: a cooperative second round needs the owners before its first round)."""
+    gens, lines, commits = history
+    whole = rebalance_costs(gens, lines, commits)
+    k = len(gens) // 2
+    later = rebalance_costs(gens[max(k - 2, 0):], lines, commits, only={g["generation"] for g in gens[k:]})
+    assert later == [r for r in whole if r.generation >= gens[k]["generation"]]
+
+
+def test_cost_settings_windows_are_what_the_job_reads() -> None:
+    s = CostSettings()
+    assert s.commit_horizon + s.rate_lookback <= dt.timedelta(hours=2) and s.resume_horizon == dt.timedelta(hours=48)
