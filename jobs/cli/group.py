@@ -60,10 +60,55 @@ def group_timeline(warehouse: Warehouse, group_id: str, cluster: str | None, sin
     )
     _, rows = rows_of(table)
     replays = generation_replays(warehouse, group_id, cluster)
+    costs = generation_costs(warehouse, group_id, cluster)
     for row in rows:
         row["evidence_line"] = evidence_line(row["cause"], row.pop("evidence") or [])
         row["replay"] = replays.get((row["cluster"], row["generation"], row["record_offset"]))
+        row["cost"] = costs.get((row["cluster"], row["group_protocol"], row["generation"], row["record_offset"]), [])
     return rows
+
+
+def generation_costs(warehouse: Warehouse, group_id: str, cluster: str | None
+                     ) -> dict[tuple[str, str, int, int], list[dict[str, Any]]]:
+    """(cluster, group protocol, generation, record offset) -> the rebalance's cost rows (the generation
+    change, and any static member replaced without one); none in a warehouse without rebalance_cost."""
+    if "rebalance_cost" not in warehouse.names:
+        return {}
+    where = f"group_id = {sql_string(group_id)}" + (f" AND cluster = {sql_string(cluster)}" if cluster else "")
+    table = warehouse.query(
+        "SELECT cluster, group_protocol, generation, record_offset, protocol_kind, partitions_paused, "
+        "partitions_kept, pause_ms, pause_low_ms, pause_high_ms, partition_seconds, partition_seconds_low, "
+        "partition_seconds_high, records_delayed, rate_coverage, window_start_source, window_end_source "
+        f"FROM rebalance_cost WHERE {where} ORDER BY restarted_member_id NULLS FIRST", ["rebalance_cost"])
+    out: dict[tuple[str, str, int, int], list[dict[str, Any]]] = {}
+    for row in rows_of(table)[1]:
+        key = (row.pop("cluster"), row.pop("group_protocol"), row.pop("generation"), row.pop("record_offset"))
+        out.setdefault(key, []).append(row)
+    return out
+
+
+def _ms_text(ms: int | None) -> str:
+    return "?" if ms is None else f"{ms / 1000:.3f}s"
+
+
+def cost_lines(costs: Sequence[dict[str, Any]]) -> list[str]:
+    """A rebalance's cost under its generation: the group's pause with its bounds, partitions paused and kept,
+    paused partition-seconds and records delayed (only where something paused)."""
+    lines = []
+    for c in costs:
+        if not c["partitions_paused"]:
+            continue
+        pause = (f"paused {_ms_text(c['pause_ms'])} [{_ms_text(c['pause_low_ms'])}..{_ms_text(c['pause_high_ms'])}]"
+                 if c["pause_ms"] is not None else
+                 f"paused {_ms_text(c['pause_low_ms'])}..{_ms_text(c['pause_high_ms'])} (bounds only)")
+        seconds = c["partition_seconds"] if c["partition_seconds"] is not None else c["partition_seconds_low"]
+        delayed = ("records delayed ?" if c["records_delayed"] is None
+                   else f"~{c['records_delayed']} records delayed")
+        kept = f", {c['partitions_kept']} kept" if c["partitions_kept"] else ""
+        lines.append(f"cost      {c['protocol_kind']}: {pause}, {c['partitions_paused']} partitions{kept}, "
+                     f"{seconds:.3f} partition-s, {delayed} (from {c['window_start_source']} to "
+                     f"{c['window_end_source']})")
+    return lines
 
 
 #: assignment_replay columns a generation's replay line shows (engine and leader_client came later: a warehouse
@@ -194,6 +239,7 @@ def _details(g: dict[str, Any]) -> list[str]:
         at = utc_text(load["at"]) if isinstance(load["at"], dt.datetime) else load["at"]
         detail.append(f"coordinator  loaded by broker {load['broker_id']} at {at}"
                       f" (__consumer_offsets-{load['offsets_partition']}, {load['cause_class']})")
+    detail.extend(cost_lines(g.get("cost") or []))
     if g["member_count"]:  # an empty group's record has nothing to replay
         detail.extend(replay_line(g.get("replay")))
     line = g["evidence_line"]

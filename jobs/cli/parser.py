@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from jobs.cli.cost import command_cost
 from jobs.cli.group import command_group
 from jobs.cli.sql import command_sql, command_tables
 from jobs.cli.storms import command_storms
@@ -46,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     storm.add_argument("--since", metavar="T", help=since_help + " (storms that ended after it)")
     storm.set_defaults(run=command_storms)
 
+    paid = commands.add_parser("cost", parents=[common(False)],
+                               help="groups ranked by what their rebalances cost: paused partition-seconds, "
+                                    "records delayed")
+    paid.add_argument("--group", metavar="G", help="only this group")
+    paid.add_argument("--cluster", help="only this cluster")
+    paid.add_argument("--since", metavar="T", help=since_help + " (rebalances completed after it)")
+    paid.set_defaults(run=command_cost)
     sql = commands.add_parser("sql", parents=[common(False)], help="DataFusion SQL over the tables (by name)")
     sql.add_argument("query", help='e.g. "SELECT cluster, count(*) FROM group_generations GROUP BY cluster"')
     sql.set_defaults(run=command_sql)
