@@ -26,6 +26,7 @@ from schemas import (
     GROUP_GENERATIONS,
     HISTORY_GAPS,
     RAW_OFFSETS,
+    REBALANCE_COST,
     REBALANCE_STORMS,
 )
 
@@ -338,6 +339,9 @@ def warehouse_metrics(tables: Tables, ctx: RunContext) -> list[Metric]:
                  F.max(F.coalesce("rebalance_started_at", "assignment_stored_at")).alias("last")).collect())
     storms = (tables.read(REBALANCE_STORMS).groupBy("cluster", "group_id")
               .agg(F.count(F.lit(1)).alias("n"), F.max("severity").alias("severity")).collect())
+    costs = {(r["cluster"], r["group_id"]): r for r in tables.read(REBALANCE_COST).groupBy("cluster", "group_id").agg(
+        F.sum(F.coalesce("partition_seconds", "partition_seconds_low")).alias("seconds"),
+        F.sum(F.coalesce("records_delayed", F.lit(0))).alias("delayed")).collect()}
     archived = {r["cluster"]: int(r["count"]) for r in tables.read(RAW_OFFSETS).groupBy("cluster").count().collect()}
     errors = {r["cluster"]: int(r["count"]) for r in tables.read(DECODE_ERRORS).groupBy("cluster").count().collect()}
     gaps = {r["cluster"]: (int(r["n"]), int(r["missing"] or 0)) for r in tables.read(HISTORY_GAPS).groupBy("cluster")
@@ -373,6 +377,13 @@ def warehouse_metrics(tables: Tables, ctx: RunContext) -> list[Metric]:
                per_group(lambda k: by_storm[k]["n"] if k in by_storm else 0)),
         Metric("cgh_group_storm_max_severity", "Highest severity (0-100) of the group's storms; 0 without storms.",
                per_group(lambda k: float(by_storm[k]["severity"] or 0) if k in by_storm else 0.0)),
+        Metric("cgh_group_rebalance_paused_partition_seconds", "Partition-seconds the group's rebalances paused "
+               "consumption (rebalance_cost: point figures, else their low bounds), over the archived history; "
+               "use increase()/delta().",
+               per_group(lambda k: round(float(costs[k]["seconds"] or 0.0), 3) if k in costs else 0.0)),
+        Metric("cgh_group_records_delayed", "Records the group's rebalances held back (rebalance_cost: consumption "
+               "rate x pause, an estimate), over the archived history; use increase()/delta().",
+               per_group(lambda k: int(costs[k]["delayed"] or 0) if k in costs else 0)),
         Metric("cgh_records_archived", "__consumer_offsets records archived in raw_offsets (whole history).",
                per_cluster(archived)),
         Metric("cgh_decode_errors", "Archived records that could not be decoded (table decode_errors).",

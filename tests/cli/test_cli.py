@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import doctest
+import itertools
 import json
 import os
 import shutil
@@ -154,8 +155,10 @@ def test_a_poll_timeout_is_named_with_the_clients_own_words(warehouse: Path,
         at = rows[n]["at"].replace("T", " ").removesuffix("Z")[:23]
         row_line = next(i for i, line in enumerate(lines) if line.split()[:3] == [str(n), *at.split()])
         assert lines[row_line].endswith("poll_timeout")
-        block = lines[row_line + 1:row_line + 6]
+        block = list(itertools.takewhile(lambda b: b.startswith("    "), lines[row_line + 1:]))
         assert f"    left      {rows[n]['members_left'][0]}" in block
+        # An eager rebalance paused every partition: the cost line says how long, and how many.
+        assert any(b.startswith("    cost      eager: paused ") for b in block), block
         assert any(b.startswith("    evidence  kafka-python.log:") and "Consumer poll timeout has expired" in b
                    for b in block)
 

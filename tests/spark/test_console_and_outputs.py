@@ -387,6 +387,13 @@ def test_metrics_describe_the_warehouse_after_every_run(runs: Runs) -> None:
     assert by_group("cgh_group_storms") == {k: storms.get(k, (0, 0))[0] for k in groups}
     assert by_group("cgh_group_storm_max_severity") == {k: storms.get(k, (0, 0.0))[1] for k in groups}
     assert by_group("cgh_group_rebalances") == {k: rebalances.get(k, 0) for k in groups}
+    paid = {(r["cluster"], r["group_id"]): (float(r["s"]), int(r["d"])) for r in _sql(
+        runs, "rebalance_cost", "SELECT cluster, group_id, sum(coalesce(partition_seconds, partition_seconds_low)) "
+                                "AS s, sum(coalesce(records_delayed, 0)) AS d FROM t GROUP BY cluster, group_id")}
+    assert sum(s for s, _ in paid.values()) > 0
+    assert by_group("cgh_group_rebalance_paused_partition_seconds") == pytest.approx(
+        {k: paid.get(k, (0.0, 0))[0] for k in groups}, abs=0.001)
+    assert by_group("cgh_group_records_delayed") == {k: paid.get(k, (0.0, 0))[1] for k in groups}
     assert by_cluster("cgh_records_archived") == _per_cluster(runs, "raw_offsets")
     assert by_cluster("cgh_decode_errors") == _per_cluster(runs, "decode_errors")
     assert by_cluster("cgh_history_gaps") == _per_cluster(runs, "history_gaps")
