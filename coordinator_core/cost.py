@@ -562,13 +562,17 @@ def _consumer_change(ctx: _Context, g: CostGeneration, old: dict[Partition, str]
     return pauses, sum(1 for p, owner in old.items() if new.get(p) == owner)
 
 
-def _cooperative_change(ctx: _Context, g: CostGeneration, old: dict[Partition, str], new: dict[Partition, str],
-                        stop_bounds: _End, resume_bounds: _End, pending: dict[Partition, tuple[str, CostGeneration]]
-                        ) -> tuple[list[PartitionPause], int]:
+def _cooperative_change(ctx: _Context, g: CostGeneration, before: CostGeneration | None, old: dict[Partition, str],
+                        new: dict[Partition, str], stop_bounds: _End, resume_bounds: _End,
+                        pending: dict[Partition, tuple[str, CostGeneration]]) -> tuple[list[PartitionPause], int]:
     """Kept partitions go on being consumed. A partition revoked in a first round (owned before, unassigned
     now, its owner still a member) pauses from that round's sync to its assignment in the next (`pending`
     carries it between the rounds); one whose owner left moves in one round."""
     members_now = set(new.values()) | {m.member_id for m in g.members}
+    # A first round's revocations are for the round right after it; a partition still unassigned then was
+    # left unowned, not paused by a cooperative move.
+    for p in [p for p, (_, first_round) in pending.items() if first_round is not before]:
+        pending.pop(p)
     kept = 0
     for p, owner in sorted(old.items()):
         if new.get(p) == owner:
@@ -602,7 +606,7 @@ def _generation_change(ctx: _Context, g: CostGeneration, before: CostGeneration 
     stop_bounds = _classic_stop_bounds(g, before)
     resume_bounds = _resume_bounds(g)
     if kind == COOPERATIVE:
-        return _cooperative_change(ctx, g, old, new, stop_bounds, resume_bounds, pending)
+        return _cooperative_change(ctx, g, before, old, new, stop_bounds, resume_bounds, pending)
     # Eager: every member revokes everything it owns. Partitions nobody consumed before, or nobody after
     # (the group stopped consuming them), did not pause.
     members_now = set(new.values())

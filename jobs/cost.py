@@ -17,6 +17,7 @@ group touched).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -199,9 +200,12 @@ def _write(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], c
     in_time = F.lit(False)
     for cluster, lo in bounds.items():
         in_time = in_time | ((F.col("cluster") == cluster) & (F.col("rebalance_at") >= lo))
-    stale = (tables.read(REBALANCE_COST).where(F.col("cluster").isin(*bounds) & in_time)
-             .join(F.broadcast(touched), on=GROUP_KEY).where(F.col("rebalance_at") >= F.col("lo"))
-             .select(*key).join(computed.select(*key), on=key, how="left_anti"))
+    existing = (tables.read(REBALANCE_COST).where(F.col("cluster").isin(*bounds) & in_time)
+                .join(F.broadcast(touched), on=GROUP_KEY).where(F.col("rebalance_at") >= F.col("lo")).select(*key))
+    # Null-safe: a generation change's restarted_member_id (and a logs-only generation's offset) is null.
+    fresh = computed.select(*[F.col(c).alias(f"_n_{c}") for c in key])
+    same = [existing[c].eqNullSafe(fresh[f"_n_{c}"]) for c in key]
+    stale = existing.join(fresh, on=functools.reduce(lambda a, b: a & b, same), how="left_anti")
     deletions = stale.select(*[F.col(c) if c in key else F.lit(None).cast(_OUTPUT.schema[c].dataType).alias(c)
                                for c in _OUTPUT.column_names if c != "_deleted"]).withColumn("_deleted", F.lit(True))
     changes = computed.unionByName(deletions).persist()

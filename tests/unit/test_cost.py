@@ -316,7 +316,7 @@ def histories(draw: st.DrawFn) -> History:
     return gens, lines, {p: sorted(c, key=lambda c: (c.at, c.offset)) for p, c in commits.items()}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(histories())
 def test_bounds_are_ordered_and_nothing_is_negative(history) -> None:  # type: ignore[no-untyped-def]
     gens, lines, commits = history
@@ -346,7 +346,7 @@ def test_bounds_are_ordered_and_nothing_is_negative(history) -> None:  # type: i
                 for m in g["members"]) + r.partitions_paused  # type: ignore[arg-type]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(histories())
 def test_a_rebalance_costs_the_same_computed_alone_or_with_the_whole_history(history) -> None:  # type: ignore[no-untyped-def]
     """What a night does: only the rebalances from its earliest change on, from the rows before them (two
@@ -361,3 +361,75 @@ def test_a_rebalance_costs_the_same_computed_alone_or_with_the_whole_history(his
 def test_cost_settings_windows_are_what_the_job_reads() -> None:
     s = CostSettings()
     assert s.commit_horizon + s.rate_lookback <= dt.timedelta(hours=2) and s.resume_horizon == dt.timedelta(hours=48)
+
+
+@st.composite
+def steady_fleet_group(draw: st.DrawFn) -> tuple[list[dict[str, object]], list[dict[str, object]],
+                                                 dict[Partition, list[Commit]], dict[Partition, float], str]:
+    """One group of a fleet consumed at a steady rate per partition, through one rebalance whose true pause
+    is known: the old owner commits every 5 s and on revocation, the new owner resumes `resume_delay` after
+    the stored assignment and commits every 5 s from there, offsets growing at the partition's rate only
+    while it is consumed. Returns the rows, the client lines, the commits, the true records delayed per
+    partition and the protocol."""
+    protocol = draw(st.sampled_from(["range", "cooperative-sticky"]))
+    n = draw(st.integers(2, 8))
+    parts = [Partition("t", i) for i in range(n)]
+    rates = {p: draw(st.floats(1.0, 5_000.0)) for p in parts}
+    stop = T0 + dt.timedelta(minutes=10, milliseconds=draw(st.integers(0, 4_999)))
+    stabilized = stop + dt.timedelta(milliseconds=draw(st.integers(0, 3_000)))
+    stored = stabilized + dt.timedelta(milliseconds=draw(st.integers(1, 500)))
+    resume = stored + dt.timedelta(milliseconds=draw(st.integers(1, 300)))
+    moved = parts[: n // 2] if protocol == "cooperative-sticky" else parts  # what pauses
+    new_owner = {p: ("b" if i < n // 2 else "a") for i, p in enumerate(parts)}
+    commits: dict[Partition, list[Commit]] = {}
+    truth: dict[Partition, float] = {}
+    for p in parts:
+        rate, pauses = rates[p], p in moved
+        series = [Commit(T0 + dt.timedelta(seconds=s), round(rate * s)) for s in range(5, 600, 5)]
+        series.append(Commit(stop, round(rate * (stop - T0).total_seconds())))
+        consumed_at_stop = (stop - T0).total_seconds()
+        for k in range(1, 6):
+            at = resume + dt.timedelta(seconds=5 * k)
+            consumed = consumed_at_stop + ((at - resume).total_seconds() if pauses else (at - stop).total_seconds())
+            series.append(Commit(at, round(rate * consumed)))
+        commits[p] = sorted(series, key=lambda c: c.at)
+        if pauses:
+            truth[p] = rate * (resume - stop).total_seconds()
+    names = ", ".join(f"t-{p.partition}" for p in moved)
+    lines = [_line(T0, "a.log", "CLIENT_SYNCED", "a", 1),
+             _line(stop, "a.log", "CLIENT_PARTITIONS_REVOKED", partitions=names),
+             _line(stored, "b.log", "CLIENT_SYNCED", "b", 2 if protocol == "range" else 3),
+             _line(resume, "b.log", "CLIENT_PARTITIONS_ASSIGNED",
+                   partitions=", ".join(f"t-{p.partition}" for p in moved if new_owner[p] == "b"))]
+    if protocol == "range":  # eager: "a" gets its kept partitions back after the sync too
+        lines.append(_line(resume, "a.log", "CLIENT_PARTITIONS_ASSIGNED",
+                           partitions=", ".join(f"t-{p.partition}" for p in parts if new_owner[p] == "a")))
+    gens = [_generation(1, T0, [_member("a", *parts), _member("b")], protocol, ended=stop),
+            _generation(2, stored, [_member(m, *[p for p in parts if new_owner[p] == m]) for m in "ab"], protocol,
+                        stabilized=stabilized)]
+    if protocol == "cooperative-sticky":  # the first round held the moved partitions back
+        gens[1]["outcome"] = "stable"
+        first = _generation(2, stored, [_member("a", *[p for p in parts if p not in moved]), _member("b")],
+                            protocol, stabilized=stabilized)
+        second = _generation(3, stored, gens[1]["members"], protocol, stabilized=stabilized)  # type: ignore[arg-type]
+        first["assignment_stored_at"] = stop - dt.timedelta(milliseconds=1)
+        first["stabilized_at"] = stop - dt.timedelta(milliseconds=2)
+        gens = [gens[0], first, second]
+    return gens, lines, commits, truth, protocol
+
+
+@settings(max_examples=60, deadline=None)
+@given(steady_fleet_group())
+def test_records_delayed_are_within_ten_percent_where_rates_are_steady(group) -> None:  # type: ignore[no-untyped-def]
+    gens, lines, commits, truth, _ = group
+    row = rebalance_costs(gens, lines, commits)[-1]
+    assert {(p.topic, p.partition) for p in row.partitions} == {(p.topic, p.partition) for p in truth}
+    for p in row.partitions:
+        expected = truth[Partition(p.topic, p.partition)]
+        assert p.records_delayed is not None and abs(p.records_delayed - expected) <= max(0.1 * expected, 2.0), p
+    assert row.records_delayed is not None and abs(row.records_delayed - sum(truth.values())) <= max(
+        0.1 * sum(truth.values()), 2 * len(truth))
+    # From the records and commits alone, the bounds hold the truth.
+    alone = rebalance_costs(gens, (), commits)[-1]
+    assert alone.records_delayed_low is not None and alone.records_delayed_low <= sum(truth.values()) + len(truth)
+    assert alone.records_delayed_high is None or sum(truth.values()) <= alone.records_delayed_high + len(truth)
