@@ -178,24 +178,32 @@ def run_cost(tables: Tables, changed_generations: DataFrame | None, run: RunRang
     bounds = _bounds(touched)
     if not bounds:
         return CostResult(0, 0, 0, 0.0, 0)
-    touched = _with_incomplete(tables, touched, bounds, dt.timedelta(hours=reopen_hours)).persist()
+    empty = rebuild or tables.holds_no_rows(REBALANCE_COST)
+    if not empty:  # (a table with no row has no row waiting for commits, and none to withdraw)
+        touched = _with_incomplete(tables, touched, bounds, dt.timedelta(hours=reopen_hours))
+    touched = touched.persist()
     try:
-        bounds = _bounds(touched)
+        if not empty:
+            bounds = _bounds(touched)
         generations = _generations(tables, touched, bounds, dt.timedelta(hours=reopen_hours))
         facts = _facts(tables, touched, bounds, dt.timedelta(hours=reopen_hours),
                        settings.commit_horizon + settings.rate_lookback)
         computed = per_bucket(generations, _OUTPUT, _cost_fn(settings), DEFAULT_BUCKETS, facts).persist()
         try:
-            return _write(tables, touched, bounds, computed)
+            return _write(tables, touched, bounds, computed, empty)
         finally:
             computed.unpersist()
     finally:
         touched.unpersist()
 
 
-def _write(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], computed: DataFrame) -> CostResult:
+def _write(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], computed: DataFrame,
+           empty: bool) -> CostResult:
     """One MERGE: the computed rows, and the deletion of the touched groups' rows from their `lo` on that the
-    computation no longer gives (a generation withdrawn, a partition that no longer paused)."""
+    computation no longer gives (a generation withdrawn, a partition that no longer paused). Into an `empty`
+    table, the rows are appended."""
+    if empty:
+        return _upsert(tables, computed)
     key = list(REBALANCE_COST.grain)
     in_time = F.lit(False)
     for cluster, lo in bounds.items():
@@ -208,7 +216,11 @@ def _write(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], c
     stale = existing.join(fresh, on=functools.reduce(lambda a, b: a & b, same), how="left_anti")
     deletions = stale.select(*[F.col(c) if c in key else F.lit(None).cast(_OUTPUT.schema[c].dataType).alias(c)
                                for c in _OUTPUT.column_names if c != "_deleted"]).withColumn("_deleted", F.lit(True))
-    changes = computed.unionByName(deletions).persist()
+    return _upsert(tables, computed.unionByName(deletions))
+
+
+def _upsert(tables: Tables, changes: DataFrame) -> CostResult:
+    changes = changes.persist()
     try:
         figures = changes.groupBy().agg(
             F.countDistinct(*GROUP_KEY).alias("groups"), F.sum((~F.col("_deleted")).cast("int")).alias("written"),
