@@ -63,7 +63,11 @@ SOURCE_BOUND: Final = "bound"
 COOPERATIVE_ASSIGNORS: Final = frozenset({"cooperative-sticky"})
 
 #: The client line kinds the cost reads (coordinator_core.logs event types).
-PAUSE_EVENT_TYPES: Final = (ev.CLIENT_PARTITIONS_REVOKED, ev.CLIENT_PARTITIONS_LOST, ev.CLIENT_PARTITIONS_ASSIGNED)
+PAUSE_EVENT_TYPES: Final = (ev.CLIENT_PARTITIONS_REVOKED, ev.CLIENT_PARTITIONS_LOST, ev.CLIENT_PARTITIONS_ASSIGNED,
+                             ev.CLIENT_RECONCILING)
+#: Lines that start consuming a partition: the classic assign callback, the new consumer's (KIP-848)
+#: reconciliation of an assignment that holds it.
+RESUME_EVENT_TYPES: Final = (ev.CLIENT_PARTITIONS_ASSIGNED, ev.CLIENT_RECONCILING)
 #: Lines that name the member id (and generation) a client stream runs as.
 IDENTITY_EVENT_TYPES: Final = (ev.CLIENT_JOINED, ev.CLIENT_SYNCED, ev.CLIENT_REJOIN_REQUESTED,
                                ev.CLIENT_MEMBER_STATE_TRANSITION)
@@ -317,11 +321,11 @@ def client_lines(events: Iterable[Any]) -> tuple[list[ClientLine], list[SyncLine
     for e in ordered:
         stream, kind, at = stream_of(e), _get(e, "event_type"), _naive(_get(e, "timestamp"))
         assert at is not None
-        if kind in IDENTITY_EVENT_TYPES and _get(e, "member_id"):
+        if kind in (*IDENTITY_EVENT_TYPES, ev.CLIENT_RECONCILING) and _get(e, "member_id"):
             member[stream] = str(_get(e, "member_id"))
             if kind == ev.CLIENT_SYNCED and _get(e, "generation") is not None:
                 syncs.append(SyncLine(at, stream, member[stream], int(_get(e, "generation"))))
-        elif kind in PAUSE_EVENT_TYPES:
+        if kind in PAUSE_EVENT_TYPES:
             parts = parse_partitions(_get(e, "partitions"))
             if parts:
                 pauses.append(ClientLine(at, stream, member.get(stream), str(kind), parts))
@@ -528,22 +532,33 @@ def _departed_stop(stop: _End, commits: Sequence[Commit]) -> None:
 
 
 def _classic_pause(ctx: _Context, p: Partition, from_member: str | None, to_member: str | None,
-                   stop: _End, resume: _End | None, via: int | None, departed: bool = False) -> PartitionPause:
+                   stop: _End, resume: _End | None, via: int | None, departed: bool = False,
+                   reconciled: bool = False) -> PartitionPause:
+    """One partition's pause: the new owner's line first (it ends the pause), then the old owner's last
+    revocation before it (a later one belongs to a later pause), then what the commits add.
+
+    `reconciled` (KIP-848): the old owner goes on consuming after the epoch's record until it revokes, so
+    commits tell nothing about the stop, and bound the resume only after a revocation line."""
     tol = ctx.settings.line_tolerance
     commits = ctx.commits_of(p)
+    resumed = None
+    if resume is not None:
+        resumed = _line_for(ctx.lines, to_member, p, RESUME_EVENT_TYPES, resume.low, None, tol, last=False)
+        if resumed is not None:
+            resume.take(resumed.at, SOURCE_CLIENT)
+    limit = stop.high if stop.high is not None or resumed is None else resumed.at
     line = _line_for(ctx.lines, from_member, p, (ev.CLIENT_PARTITIONS_REVOKED, ev.CLIENT_PARTITIONS_LOST),
-                     stop.low, stop.high, tol, last=True)
-    if line is not None:
+                     stop.low, limit, tol, last=True)
+    if line is not None and (resumed is None or line.at <= resumed.at):
         stop.take(line.at, SOURCE_CLIENT)
     elif departed:
         _departed_stop(stop, commits)
-    else:
+    elif not reconciled:
         _from_commits_stop(stop, commits)
-    if resume is not None:
+    if resume is not None and (not reconciled or stop.source == SOURCE_CLIENT):
+        if reconciled and stop.point is not None and (resume.low is None or resume.low < stop.point):
+            resume.low = stop.point  # the new owner cannot have started before the old one let go
         spacing = _spacing(commits, stop.point or stop.high, ctx.settings.rate_lookback)
-        line = _line_for(ctx.lines, to_member, p, (ev.CLIENT_PARTITIONS_ASSIGNED,), resume.low, None, tol, last=False)
-        if line is not None:
-            resume.take(line.at, SOURCE_CLIENT)
         _from_commits_resume(resume, commits, spacing)
     return _pause(p, from_member, to_member, via, stop, resume, commits, ctx.settings)
 
@@ -554,10 +569,12 @@ def _copy(end: _End) -> _End:
 
 def _consumer_change(ctx: _Context, g: CostGeneration, old: dict[Partition, str], new: dict[Partition, str]
                      ) -> tuple[list[PartitionPause], int]:
-    """KIP-848: the epoch's target is stored first and members reconcile after, so a moved partition stops
-    and resumes between the epoch's record and the moment every member is stable at the epoch."""
-    low, high = g.started_at or g.stored_at, g.stabilized_at
-    pauses = [_classic_pause(ctx, p, owner, new[p], _End(low, high), _End(low, high), None)
+    """KIP-848: the epoch's target is stored first and members reconcile after, each at its own pace (the
+    new owner waits until the old one has revoked), so a moved partition stops and resumes after the epoch's
+    record, with no upper bound the generation row gives (the members' assignment records would; not read
+    yet): the old owner's revoke line and the new owner's reconciliation line give the points."""
+    low = g.started_at or g.stored_at
+    pauses = [_classic_pause(ctx, p, owner, new[p], _End(low, None), _End(low, None), None, reconciled=True)
               for p, owner in sorted(old.items()) if p in new and new[p] != owner]
     return pauses, sum(1 for p, owner in old.items() if new.get(p) == owner)
 
