@@ -277,10 +277,13 @@ REBALANCE_OUTCOMES = frozenset({"stable", "empty", "never_completed"})
 class GenerationFacts:
     """What storm detection reads of one group_generations row (see :func:`generation_facts`).
 
-    ``started_at`` is when the rebalance began as far as the row knows (its "Preparing to rebalance" line,
-    else the stored assignment, else the end of the join phase): the rows are ordered by it. ``settled_at``
-    is the last moment known to belong to the rebalance, the clock of the reopen horizon (as the generation
-    history's own fold measures it). Times are naive UTC, as the tables hold them.
+    ``started_at`` is when the rebalance began as far as the row knows (its "Preparing to rebalance" line;
+    without one, the earlier of the end of the join phase and the stored assignment): the rows are ordered
+    by it. ``rebalance_ms`` is how long the rebalance lasted from ``started_at``: the row's rebalance_ms, or
+    for a row without a start its sync phase (``sync_ms``, stabilized -> stored), the part of the pause the
+    records can tell. ``settled_at`` is the last moment known to belong to the rebalance, the clock of the
+    reopen horizon (as the generation history's own fold measures it). Times are naive UTC, as the tables
+    hold them.
     """
 
     group_protocol: str
@@ -325,7 +328,12 @@ def generation_facts(row: Mapping[str, Any]) -> GenerationFacts:
     """The facts of one group_generations row given as plain values: a table row, or
     ``GenerationRow.to_dict()`` (members as mappings with member_id, client_id, client_host and
     group_instance_id; ``partitions_revoked_then_assigned`` may be given as its length,
-    ``revoked_partitions``)."""
+    ``revoked_partitions``).
+
+    A row without ``rebalance_started_at`` (records only: no "Preparing to rebalance" line) starts at the
+    earlier of ``stabilized_at`` and ``assignment_stored_at`` (a classic generation's end of the join phase,
+    from its record's current_state_timestamp; a KIP-848 epoch's target assignment) and lasts its
+    ``rebalance_ms``, else its ``sync_ms``; a row with a start is as it was."""
     started_at = _naive_utc(row.get("rebalance_started_at"))
     stored_at = _naive_utc(row.get("assignment_stored_at"))
     stabilized_at = _naive_utc(row.get("stabilized_at"))
@@ -335,12 +343,16 @@ def generation_facts(row: Mapping[str, Any]) -> GenerationFacts:
         moved = row.get("partitions_revoked_then_assigned")
         revoked = None if moved is None else len(moved)
     rebalance_ms = row.get("rebalance_ms")
+    if started_at is None:
+        started_at = min((t for t in (stabilized_at, stored_at) if t is not None), default=None)
+        if rebalance_ms is None:
+            rebalance_ms = row.get("sync_ms")
     return GenerationFacts(
         group_protocol=row["group_protocol"],
         generation=int(row["generation"]),
         record_offset=None if row.get("record_offset") is None else int(row["record_offset"]),
         outcome=row["outcome"],
-        started_at=started_at or stored_at or stabilized_at,
+        started_at=started_at,
         settled_at=stored_at or stabilized_at or started_at,
         rebalance_ms=None if rebalance_ms is None else int(rebalance_ms),
         cause=row.get("cause"),

@@ -173,7 +173,7 @@ def storm_inputs(generations: DataFrame) -> DataFrame:
     """Changed generation rows (with `_deleted`) -> what the storm fold reads of them."""
     return generations.select(
         *GROUP_KEY, "group_protocol", "generation", "record_offset", "outcome", "rebalance_started_at",
-        "stabilized_at", "assignment_stored_at", "rebalance_ms", "cause", "causes", "protocol",
+        "stabilized_at", "assignment_stored_at", "rebalance_ms", "sync_ms", "cause", "causes", "protocol",
         F.transform("members", lambda m: F.struct(*[m[c].alias(c) for c in _MEMBER_IDENTITY])).alias("members"),
         "members_joined", "members_left",
         F.when(F.col("partitions_revoked_then_assigned").isNotNull(), F.size("partitions_revoked_then_assigned"))

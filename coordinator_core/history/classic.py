@@ -9,17 +9,19 @@ created; it is not a generation and is skipped.
 
 Log lines give the times: "Preparing to rebalance ... with old generation G-1" starts generation G,
 "Stabilized group ... generation G" (or "... with generation G is now empty") ends its join phase, and
-"Assignment received from leader ... for generation G" its sync phase.
+"Assignment received from leader ... for generation G" its sync phase. A v2+ record (Kafka 2.1+) tells the
+end of the join phase too: its ``current_state_timestamp`` (see ``stabilized_time``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from coordinator_core.consumer_protocol import decode_member_protocol
 from coordinator_core.history._draft import Draft
 from coordinator_core.history.decoded import StoredGroupMetadata
-from coordinator_core.history.inputs import GroupRecord, record_time
+from coordinator_core.history.inputs import GroupRecord, millis_time, record_time
 from coordinator_core.history.model import (
     CLASSIC,
     CREATED,
@@ -71,7 +73,24 @@ def classic_member(protocol_type: str, member: MemberMetadata | GenerationMember
     )
 
 
+def stabilized_time(record: GroupRecord, value: GroupMetadataValue | StoredGroupMetadata) -> datetime | None:
+    """When the join phase of the record's generation ended, from the record itself: the value's
+    ``current_state_timestamp`` (v2+, Kafka 2.1+), the moment the group entered the state it was stored in.
+    The first record of a generation is stored in CompletingRebalance (when the leader's assignment arrives)
+    or, for a generation without members, in Empty; either state began when the join phase ended, the
+    instant of the broker's "Stabilized group ..." (or "... is now empty") line. None for v0/v1 records,
+    Kafka's -1, and a time after the record's own (it cannot be that generation's)."""
+    millis = value.current_state_timestamp
+    if millis is None or millis <= 0:
+        return None
+    at = millis_time(millis)
+    stored = record_time(record)
+    return at if stored is None or (at is not None and at <= stored) else None
+
+
 def draft_from_record(record: GroupRecord, value: GroupMetadataValue | StoredGroupMetadata) -> Draft:
+    """The draft of a generation from its first record; a later record of the same generation goes to
+    ``restore_same_generation``."""
     members = [classic_member(value.protocol_type, m) for m in value.members]
     return Draft(
         group_protocol=CLASSIC,
@@ -83,6 +102,7 @@ def draft_from_record(record: GroupRecord, value: GroupMetadataValue | StoredGro
         member_count=len(members),
         members=members,
         members_from_records=True,
+        stabilized_at=stabilized_time(record, value),
         stored_at=record_time(record),
         first_offset=record.offset,
         record_count=1,
@@ -104,7 +124,11 @@ def draft_from_placeholder(record: GroupRecord) -> Draft:
 
 
 def restore_same_generation(draft: Draft, record: GroupRecord, value: GroupMetadataValue | StoredGroupMetadata) -> None:
-    """A second record of the draft's generation: keep the newest members, note replaced static members."""
+    """A second record of the draft's generation: keep the newest members, note replaced static members.
+
+    The times stay the first record's: a static member replaced without a rebalance (KIP-345) is stored in
+    Stable, so this record's ``current_state_timestamp`` is when the group became Stable, not when it
+    stabilized."""
     newer = draft_from_record(record, value)
     old_by_instance = {m.group_instance_id: m for m in draft.members or () if m.group_instance_id}
     for member in newer.members or ():

@@ -32,6 +32,8 @@ class StoredGroupMetadata:
     protocol: str | None
     leader: str | None
     members: tuple[GenerationMember, ...]
+    #: when the group entered the state it was stored in (epoch ms; value v2+, None for v0/v1 or -1)
+    current_state_timestamp: int | None = None
 
 
 def _seq(values: Any) -> Any:
@@ -69,12 +71,18 @@ def stored_member(member: Mapping[str, Any]) -> GenerationMember:
     )
 
 
+def _state_timestamp(value: Any) -> int | None:
+    """A stored current_state_timestamp as epoch ms: None for null and for Kafka's -1 ("none")."""
+    return None if value is None or value == -1 else int(value)
+
+
 def group_record_from_row(row: Mapping[str, Any]) -> GroupRecord:
     """The history input for one decoded group-level record (GroupMetadata, or key type 3+).
 
     ``row`` holds ``offset``, ``timestamp`` (epoch ms, None when unknown), ``record_type``,
     ``value_version``, ``group_id``, ``group_metadata`` (a GroupMetadata row's value: protocol_type,
-    generation, protocol, leader, members; None for a tombstone) and ``record_json`` (other types), and
+    generation, protocol, leader, members and current_state_timestamp in epoch ms, which rows written
+    before it was read back may lack; None for a tombstone) and ``record_json`` (other types), and
     optionally ``transaction_outcome``.
     """
     record_type = row["record_type"]
@@ -82,7 +90,8 @@ def group_record_from_row(row: Mapping[str, Any]) -> GroupRecord:
         gm = row["group_metadata"]
         value = None if gm is None else StoredGroupMetadata(
             protocol_type=gm["protocol_type"], generation=gm["generation"], protocol=gm["protocol"],
-            leader=gm["leader"], members=tuple(stored_member(x) for x in _seq(gm["members"])))
+            leader=gm["leader"], members=tuple(stored_member(x) for x in _seq(gm["members"])),
+            current_state_timestamp=_state_timestamp(gm.get("current_state_timestamp")))
         record = Record(record_type, m.GroupMetadataKey(row["group_id"]), row["value_version"], value)
     else:
         record = record_from_json(record_type, row["value_version"], row["record_json"])

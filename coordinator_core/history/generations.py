@@ -3,7 +3,8 @@
 ``group_history(records, events)`` works from the records alone, the log events alone, or both:
 
 * records give the generations that completed (GroupMetadata, KIP-848 epoch records), their members and
-  assignments, and the time each assignment was stored;
+  assignments, and the time each assignment was stored (and, from a v2+ GroupMetadata record, when the
+  generation's join phase ended);
 * log events give when each round started and when its join phase ended, the generations that never
   completed, and the reasons;
 * both are joined by generation (or epoch) number.
@@ -318,6 +319,9 @@ def _with_logs(drafts: list[Draft], from_logs: dict[int, Draft], events: Sequenc
             continue
         d.from_logs = True
         d.started_at = d.started_at or logged.started_at
+        # A v2+ record's current_state_timestamp and the broker's "Stabilized group" line tell the same
+        # instant (the line is logged right after the state change: the same millisecond or the next); the
+        # record's is the state change itself. The line's stands where the record has none (v0/v1).
         d.stabilized_at = d.stabilized_at or logged.stabilized_at
         d.stored_at = d.stored_at or logged.stored_at
         d.leader = d.leader or logged.leader

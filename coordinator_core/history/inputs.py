@@ -58,11 +58,16 @@ def as_events(events: Iterable[CoordinatorEvent]) -> list[CoordinatorEvent]:
     return out
 
 
+def millis_time(millis: int | None) -> datetime | None:
+    """Epoch milliseconds as a UTC datetime, None for None and for Kafka's negative "no time" values."""
+    if millis is None or millis < 0:
+        return None
+    return datetime.fromtimestamp(millis / 1000, tz=timezone.utc)
+
+
 def record_time(record: GroupRecord) -> datetime | None:
     """The record's timestamp as a UTC datetime, None when the segment had none."""
-    if record.timestamp is None or record.timestamp < 0:
-        return None
-    return datetime.fromtimestamp(record.timestamp / 1000, tz=timezone.utc)
+    return millis_time(record.timestamp)
 
 
 def millis_between(start: datetime | None, end: datetime | None) -> int | None:

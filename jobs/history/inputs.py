@@ -44,7 +44,8 @@ def new_group_records(tables: Tables, run: RunRange) -> DataFrame:
         # As JSON text: a nested struct this deep (members, then their partitions) crashes the Arrow to
         # pandas conversion of pyarrow as Spark's pandas UDFs call it (a segfault in the Python worker).
         F.when(~F.col("is_tombstone"),
-               F.to_json(F.struct("protocol_type", "generation", "protocol", "leader", "members"),
+               F.to_json(F.struct("protocol_type", "generation", "protocol", "leader", "members",
+                                  F.unix_millis("current_state_timestamp").alias("current_state_timestamp")),
                          {"ignoreNullFields": "false"}))
         .alias("group_metadata"),
         F.lit(None).cast("string").alias("record_json"))

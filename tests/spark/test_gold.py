@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from jobs.common.delta_io import Tables
 from jobs.report import write_report
 from jobs.views import create_views
-from schemas import TableSpec
+from schemas import GROUP_METADATA, TableSpec
 from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
 from tests.spark.sample_warehouse import SampleWarehouse
 
@@ -68,6 +68,21 @@ def test_kip848_epochs_have_the_scenario_assignments_with_topic_names(
         got = {m["member_id"]: sorted([p["topic"], p["partition"]] for p in m["assigned_partitions"])
                for m in row["members"]}
         assert got == {i: sorted(step["assignment"][c]) for c, i in step["member_ids"].items()}
+
+
+def test_record_built_classic_generations_stabilized_when_their_first_record_says(gold: Tables) -> None:
+    """stabilized_at of every classic generation built from records is its first GroupMetadata record's
+    current_state_timestamp (value v3 here), read back from group_metadata through the history stage's inputs;
+    the broker's "Stabilized group" line gives the same instant or a millisecond later
+    (tests/unit/test_history_stabilized.py)."""
+    generations = (_read(gold, GROUP_GENERATIONS)
+                   .where((F.col("group_protocol") == "classic") & F.col("from_records") & (F.col("generation") > 0))
+                   .select("group_id", "generation", F.col("record_offset").alias("offset"), "stabilized_at"))
+    records = _read(gold, GROUP_METADATA).select("group_id", "offset", "current_state_timestamp")
+    rows = generations.join(records, ["group_id", "offset"], "left").collect()
+    assert len(rows) == 61  # 50 generations with members, 11 empty ones
+    assert [(r["group_id"], r["generation"], r["stabilized_at"], r["current_state_timestamp"]) for r in rows
+            if r["stabilized_at"] is None or r["stabilized_at"] != r["current_state_timestamp"]] == []
 
 
 def test_storm_scenarios_are_flagged_and_quiet_ones_are_not(gold: Tables) -> None:

@@ -54,13 +54,16 @@ def member(member_id: str, client_id: str, *, assigned: Sequence[tuple[str, int]
 
 def generation(offset: int, seconds: float | None, gen: int, members: Iterable[m.MemberMetadata], *,
                protocol: str | None = "range", leader: str | None = None, protocol_type: str = "consumer",
-               group: str = GROUP) -> GroupRecord:
+               group: str = GROUP, stabilized: float | None = None) -> GroupRecord:
+    """A GroupMetadata record (value v3) stored at ``seconds``; its current_state_timestamp (when the join
+    phase ended) is ``stabilized``, by default the record's own time (-1 when that is unknown)."""
     members = tuple(members)
     if not members:
         protocol = None
+    state_at = stabilized if stabilized is not None else seconds
     value = m.GroupMetadataValue(protocol_type, gen, protocol,
                                  leader if leader is not None else (members[0].member_id if members else None),
-                                 ms(seconds) if seconds is not None else -1, members)
+                                 ms(state_at) if state_at is not None else -1, members)
     return gr(offset, seconds, Record(2, m.GroupMetadataKey(group), 3, value))
 
 

@@ -46,15 +46,16 @@ def cause(row: GenerationRow) -> tuple[Any, ...]:
 
 
 def grow_and_shrink_records() -> list[Any]:
-    """M1 alone (gen 1), M2 joins (gen 2), M2 goes away (gen 3), M1 goes away (gen 4, empty)."""
+    """M1 alone (gen 1), M2 joins (gen 2), M2 goes away (gen 3), M1 goes away (gen 4, empty). Each record's
+    current_state_timestamp is when its join phase ended, as the broker lines of the same story say."""
     return [
         placeholder(0, 9.0),
-        generation(1, 10.0, 1, [member(M1, C1, assigned=[("orders", 0), ("orders", 1)])]),
+        generation(1, 10.0, 1, [member(M1, C1, assigned=[("orders", 0), ("orders", 1)])], stabilized=9.5),
         commit(2, 15.0, "orders", 0, 100),
         generation(3, 20.0, 2, [member(M1, C1, assigned=[("orders", 0)]),
-                                member(M2, C2, assigned=[("orders", 1)], host="/10.0.0.2")]),
-        generation(4, 30.0, 3, [member(M1, C1, assigned=[("orders", 0), ("orders", 1)])]),
-        generation(5, 40.0, 4, []),
+                                member(M2, C2, assigned=[("orders", 1)], host="/10.0.0.2")], stabilized=19.5),
+        generation(4, 30.0, 3, [member(M1, C1, assigned=[("orders", 0), ("orders", 1)])], stabilized=29.5),
+        generation(5, 40.0, 4, [], stabilized=39.5),
     ]
 
 
@@ -84,12 +85,14 @@ def grow_and_shrink_events() -> list[Any]:
 
 def test_records_only_rows_diff_and_inferred_causes() -> None:
     rows = group_history(grow_and_shrink_records())
+    # The join phase's end from each record's current_state_timestamp; a generation ends where the next
+    # one's first known time is (its stabilization: no "Preparing" line here).
     assert [timeline(r) for r in rows] == [
-        (0, CREATED, None, None, at(9), at(10), "next_generation", None, None, None, 1000),
-        (1, STABLE, None, None, at(10), at(20), "next_generation", None, None, None, 10000),
-        (2, STABLE, None, None, at(20), at(30), "next_generation", None, None, None, 10000),
-        (3, STABLE, None, None, at(30), at(40), "next_generation", None, None, None, 10000),
-        (4, EMPTY, None, None, at(40), None, None, None, None, None, None),
+        (0, CREATED, None, None, at(9), at(9.5), "next_generation", None, None, None, 500),
+        (1, STABLE, None, at(9.5), at(10), at(19.5), "next_generation", None, None, 500, 9500),
+        (2, STABLE, None, at(19.5), at(20), at(29.5), "next_generation", None, None, 500, 9500),
+        (3, STABLE, None, at(29.5), at(30), at(39.5), "next_generation", None, None, 500, 9500),
+        (4, EMPTY, None, at(39.5), at(40), None, None, None, None, 500, None),
     ]
     assert [diff(r) for r in rows] == [
         (0, (), (), (), (), 0),
@@ -132,8 +135,8 @@ def test_first_row_in_full() -> None:
     assert first == GenerationRow(
         group_id="orders-svc", group_protocol="classic", generation=1, outcome=STABLE, protocol_type="consumer",
         protocol="range", leader=M1, group_epoch=None, target_assignment_epoch=None, member_count=1,
-        members=(m1,), rebalance_started_at=None, stabilized_at=None, assignment_stored_at=at(10), ended_at=at(20),
-        ended_by="next_generation", rebalance_ms=None, join_ms=None, sync_ms=None, lifetime_ms=10000,
+        members=(m1,), rebalance_started_at=None, stabilized_at=at(9.5), assignment_stored_at=at(10),
+        ended_at=at(19.5), ended_by="next_generation", rebalance_ms=None, join_ms=None, sync_ms=500, lifetime_ms=9500,
         previous_generation=None, members_joined=(M1,), members_left=(), members_kept=(), member_id_changes=(),
         static_restarts=0, partitions_moved=(), partitions_kept=0, partitions_revoked_then_assigned=(),
         cooperative_round=None, cause="new_member", causes=("new_member",), cause_inferred=True,
@@ -282,9 +285,9 @@ def test_crash_loop_rebalance_has_a_join_and_a_session_timeout() -> None:
 
 def test_gap_in_stored_generations_is_a_never_completed_row() -> None:
     records = [
-        generation(1, 10.0, 5, [member(M1, C1, assigned=[("orders", 0), ("orders", 1)])]),
+        generation(1, 10.0, 5, [member(M1, C1, assigned=[("orders", 0), ("orders", 1)])], stabilized=9.75),
         generation(2, 53.2, 7, [member(M1, C1, assigned=[("orders", 0)]),
-                                member(M2, C2, assigned=[("orders", 1)])]),
+                                member(M2, C2, assigned=[("orders", 1)])], stabilized=53.0),
     ]
     rows = group_history(records)
     assert [(r.generation, r.outcome, r.from_records, r.from_logs, r.cause, r.cause_inferred) for r in rows] == [
@@ -306,7 +309,7 @@ def test_gap_in_stored_generations_is_a_never_completed_row() -> None:
     ]
     rows = group_history(records, events)
     assert [timeline(r) for r in rows] == [
-        (5, STABLE, None, None, at(10), at(50), "next_generation", None, None, None, 40000),
+        (5, STABLE, None, at(9.75), at(10), at(50), "next_generation", None, None, 250, 40000),
         (6, NEVER_COMPLETED, at(50), at(51), None, at(52), "next_generation", 1000, 1000, None, 1000),
         (7, STABLE, at(52), at(53), at(53.2), None, None, 1200, 1000, 200, None),
     ]
