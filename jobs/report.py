@@ -1,15 +1,22 @@
 """The audit report: read the small gold tables, keep the groups worth showing, render one HTML file.
 
 Every frame handed to the renderer is bounded: one row per group that rebalanced (the fleet), the 500
-most severe storms, and the generations and what-if totals of the groups shown only. Which groups are
+most severe storms, one row per day and cause of what rebalances cost, and the generations and what-if
+totals of the groups shown only. Which groups are
 shown is decided once (`jobs.common.report_html.shown_groups`) and both the reads here and the page use
 that list. A group's dominant cause follows the storms' rule (`coordinator_core.advice.dominant_cause`:
 the most frequent failure, else the most frequent cause), so the fleet chart and the storm table name
 the same cause for the same rebalances.
+
+What rebalances cost comes from rebalance_cost in two aggregations: per group (joined to the fleet: paused
+partition-seconds with their bounds, records delayed, the longest pause; the groups' sections and the
+what-if's estimates use it) and per day and cause (the fleet's cost chart). Both count a pause's point figure
+where it has one, else its low bound.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
@@ -20,10 +27,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from coordinator_core.advice import FAILURE_CAUSES, dominant_cause
+from coordinator_core.cost import STATIC_RESTART_KIND
 from coordinator_core.storms import REBALANCE_OUTCOMES
 from jobs.common.delta_io import Tables
-from jobs.common.report_html import ReportData, render_report, shown_groups
-from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
+from jobs.common.report_html import ReportData, mean_pause_per_paused_partition, render_report, shown_groups
+from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_COST, REBALANCE_STORMS
 
 GROUP_KEY = ("cluster", "group_id")
 
@@ -60,12 +68,67 @@ def _member_label(members: Column) -> Column:
             F.coalesce(m["client_id"], F.lit("?")), F.lit("@"), F.coalesce(m["client_host"], F.lit("?")))))
 
 
-def fleet_frame(rebalances: DataFrame, storms: DataFrame) -> pd.DataFrame:
+def _point_else_low(column: str) -> Column:
+    """A cost figure: its point where it has one, else its low bound."""
+    return F.coalesce(F.col(column), F.col(f"{column}_low"))
+
+
+def _with_rate() -> Column:
+    """A rebalance_cost row with a consumption rate for some paused partition (records delayed say something)."""
+    return F.coalesce(F.col("partitions_with_rate"), F.lit(0)) > 0
+
+
+def cost_per_group(cost: DataFrame) -> DataFrame:
+    """rebalance_cost per group, in one aggregation (the fleet's cost columns, `FLEET_COST_COLUMNS`): rows (rebalances
+    and static restarts), those that paused partitions, paused partition-seconds (point figures, else low
+    bounds) with their bounds (high: null when some row's is unbounded), records delayed (over the rows with a
+    rate; null when none has one), the longest group pause (point, else low bound; and the largest high bound)
+    and the rows with an inferred end."""
+    every = F.count("*")
+    return cost.groupBy(*GROUP_KEY).agg(
+        every.alias("cost_rows"),
+        F.count_if(F.col("protocol_kind") == STATIC_RESTART_KIND).alias("static_restarts"),
+        F.count_if(F.col("partitions_paused") > 0).alias("rebalances_paused"),
+        F.sum("partitions_paused").alias("partitions_paused"),
+        F.sum(_point_else_low("partition_seconds")).alias("paused_partition_seconds"),
+        F.sum("partition_seconds_low").alias("paused_partition_seconds_low"),
+        F.when(F.count("partition_seconds_high") == every, F.sum("partition_seconds_high"))
+        .alias("paused_partition_seconds_high"),
+        F.sum(F.when(_with_rate(), _point_else_low("records_delayed"))).alias("records_delayed"),
+        F.max(F.coalesce("pause_ms", "pause_low_ms")).alias("longest_pause_ms"),
+        F.when(F.count("pause_high_ms") == every, F.max("pause_high_ms")).alias("longest_pause_high_ms"),
+        F.count_if(F.col("inferred")).alias("cost_inferred"))
+
+
+def cost_per_day(cost: DataFrame, generations: DataFrame) -> pd.DataFrame:
+    """Per day (UTC, of rebalance_at) and cause (the generation's, from group_generations; "static_restart"
+    for a static member's restart), the rebalances that paused partitions: how many, their paused
+    partition-hours (point figures, else low bounds), how many count a low bound, and their records delayed
+    (null when none has a rate). Aggregated in Spark: one row per day and cause comes back."""
+    keys = ("cluster", "group_id", "group_protocol", "generation", "record_offset")
+    causes = generations.select(*(F.col(k).alias(f"_g_{k}") for k in keys), F.col("cause").alias("_cause"))
+    paused = cost.where((F.col("partitions_paused") > 0) & F.col("rebalance_at").isNotNull())
+    joined = paused.join(causes, on=[F.col(k).eqNullSafe(F.col(f"_g_{k}")) for k in keys], how="left")
+    cause = (F.when(F.col("protocol_kind") == STATIC_RESTART_KIND, F.lit(STATIC_RESTART_KIND))
+             .otherwise(F.coalesce(F.col("_cause"), F.lit("unknown"))))
+    frame = (joined.groupBy(F.to_date("rebalance_at").alias("day"), cause.alias("cause")).agg(
+        F.count("*").alias("rebalances"),
+        (F.sum(_point_else_low("partition_seconds")) / 3600.0).alias("paused_partition_hours"),
+        F.count_if(F.col("partition_seconds").isNull()).alias("at_low_bound"),
+        F.sum(F.when(_with_rate(), _point_else_low("records_delayed"))).alias("records_delayed"))
+        .orderBy("day", "cause").toPandas())
+    frame["day"] = pd.to_datetime(frame["day"])
+    return frame
+
+
+def fleet_frame(rebalances: DataFrame, storms: DataFrame, cost: DataFrame) -> pd.DataFrame:
     """One row per group that rebalanced: rebalances, time rebalancing, storms, the assignor it used last
-    (its latest generation's protocol) and its dominant cause by the storms' rule.
+    (its latest generation's protocol), its dominant cause by the storms' rule, and what its rebalances cost
+    (`cost_per_group` of rebalance_cost; a group without cost rows: 0, records delayed null).
 
     One pass: each rebalance gives a row for its cause and one per failure among its causes, each storm a
-    row; counted per (group, kind, label), then per group (two aggregations, no join)."""
+    row; counted per (group, kind, label), then per group (two aggregations); the cost per group (bounded as
+    the fleet is, one row per group) is joined to it."""
     all_causes = F.array_distinct(F.concat(F.array(F.col("cause")), F.coalesce(F.col("causes"), F.array())))
     failures = F.filter(all_causes, lambda c: c.isin(*sorted(FAILURE_CAUSES)))
     labelled = rebalances.select(
@@ -95,6 +158,13 @@ def fleet_frame(rebalances: DataFrame, storms: DataFrame) -> pd.DataFrame:
         F.sum(F.when(kind == "storm", F.col("n")).otherwise(0)).alias("storms"))
         .where(F.col("rebalances") > 0)
         .toPandas())
+    # joined here: a join in Spark cost the fleet's query a shuffle (1.5 s on the samples against 0.7 s apart)
+    fleet = fleet.merge(cost_per_group(cost).toPandas(), on=list(GROUP_KEY), how="left")
+    counts = ("cost_rows", "static_restarts", "rebalances_paused", "partitions_paused", "cost_inferred")
+    fleet = fleet.fillna({c: 0 for c in (*counts, "paused_partition_seconds", "paused_partition_seconds_low")})
+    fleet = fleet.astype({c: "int64" for c in counts})
+    # a group without cost rows paused nothing that was measured: its high bound is that nothing (0) too
+    fleet.loc[fleet["cost_rows"] == 0, "paused_partition_seconds_high"] = 0.0
     fleet["dominant_cause"] = [
         dominant_cause(dict(c or {}), dict(f or {}))
         for c, f in zip(fleet["cause_counts"], fleet["failures"], strict=True)]
@@ -141,7 +211,8 @@ def report_frames(tables: Tables, groups_shown: int) -> ReportData:
     """The report's inputs, each bounded (see the module docstring), with the one list of groups shown."""
     rebalances = tables.read(GROUP_GENERATIONS).where(F.col("outcome").isin(*sorted(REBALANCE_OUTCOMES)))
     storms = tables.read(REBALANCE_STORMS)
-    fleet = fleet_frame(rebalances, storms)
+    cost = tables.read(REBALANCE_COST)
+    fleet = fleet_frame(rebalances, storms, cost)
     storm_rows = storms_frame(storms, rebalances)
     storms_total = storms.count()
     shown = shown_groups(fleet, storm_rows, groups_shown)
@@ -171,9 +242,21 @@ def report_frames(tables: Tables, groups_shown: int) -> ReportData:
               .toPandas())
     whatif["absorbed_generations"] = whatif["absorbed_generations"].map(
         lambda v: [int(g) for g in v] if v is not None else [])
+    whatif = whatif_estimates(whatif, fleet)
     return ReportData(fleet, storm_rows, gens, whatif,
                       generated_at=dt.datetime.now(dt.timezone.utc).replace(tzinfo=None),
-                      shown=shown, storms_total=storms_total, replays=replays_frame(tables.read(ASSIGNMENT_REPLAY)))
+                      shown=shown, storms_total=storms_total, replays=replays_frame(tables.read(ASSIGNMENT_REPLAY)),
+                      cost_per_day=cost_per_day(cost, tables.read(GROUP_GENERATIONS)))
+
+
+def whatif_estimates(whatif: pd.DataFrame, fleet: pd.DataFrame) -> pd.DataFrame:
+    """Each what-if row with its estimated paused partition-seconds: the partitions it pauses times the group's
+    observed mean pause per paused partition (`mean_pause_per_paused_partition`); null where the group paused
+    no partition in rebalance_cost (nothing observed to multiply by)."""
+    mean = mean_pause_per_paused_partition(fleet)
+    per_row = pd.Series([mean.get((c, g)) for c, g in zip(whatif["cluster"], whatif["group_id"], strict=True)],
+                        index=whatif.index, dtype="float64")
+    return whatif.assign(paused_partition_seconds_estimate=whatif["paused_partitions"].astype("float64") * per_row)
 
 
 def replays_frame(replay: DataFrame) -> pd.DataFrame:
@@ -199,9 +282,7 @@ def write_report(tables: Tables, out_path: Path, groups_shown: int = 8, source: 
                  stamp: str | None = None) -> Path:
     """Write the audit report of the whole warehouse to `out_path` (one self-contained HTML file). `stamp`
     (see `report_stamp`) is kept at its end, so the next run can tell the report is current."""
-    data = report_frames(tables, groups_shown)
-    data = ReportData(data.fleet, data.storms, data.generations, data.whatif, data.generated_at, source=source,
-                      shown=data.shown, storms_total=data.storms_total, replays=data.replays)
+    data = dataclasses.replace(report_frames(tables, groups_shown), source=source)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     page = render_report(data)
     if stamp is not None:
@@ -210,8 +291,8 @@ def write_report(tables: Tables, out_path: Path, groups_shown: int = 8, source: 
     return out_path
 
 
-#: The tables the report is drawn from.
-REPORT_INPUTS = (GROUP_GENERATIONS, REBALANCE_STORMS, ASSIGNOR_WHATIF, ASSIGNMENT_REPLAY)
+#: The tables the report is drawn from (a change to any of them rewrites it).
+REPORT_INPUTS = (GROUP_GENERATIONS, REBALANCE_STORMS, ASSIGNOR_WHATIF, ASSIGNMENT_REPLAY, REBALANCE_COST)
 
 
 def report_stamp(tables: Tables, groups_shown: int) -> str:

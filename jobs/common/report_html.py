@@ -4,12 +4,14 @@ Plots are Plotly figures with plotly.js embedded once in the page, so the file w
 small, already-aggregated data (pandas frames taken from the gold tables, bounded by the number of groups
 shown), so this module does no Spark work and can be tested on hand-made frames.
 
-Sections: key figures (each one a chart below shows), the fleet overview (groups by rebalances, storms on
-a timeline, the storm table with the why of each storm: trigger member, the log line, what to change, and a
-link to the group's section), one section per group shown (the why, members per generation as a Gantt
-chart, durations and partitions moved, every rebalance with its cause and evidence), and the what-if
-replay per group (its assignor against the others, and the rebalances static membership would have
-avoided). Every time is UTC and says so; a cause has one colour on the whole page.
+Sections: key figures (each one a chart below shows), the fleet overview (groups by rebalances, what
+rebalances cost per day and cause, storms on a timeline, the storm table with the why of each storm:
+trigger member, the log line, what to change, and a link to the group's section), one section per group
+shown (the why, what its rebalances cost, members per generation as a Gantt chart, durations and partitions
+moved, every rebalance with its cause and evidence), and the what-if replay per group (its assignor against
+the others, the rebalances static membership would have avoided, and the paused partition-seconds each would
+have cost by the group's observed pause). Every time is UTC and says so; a cause has one colour on the whole
+page.
 
 Which groups get a section is decided once (`shown_groups`): the job reads the generations of exactly
 those groups, and the page draws exactly those sections.
@@ -35,8 +37,9 @@ from plotly.offline import get_plotlyjs
 
 from coordinator_core.advice import advice_for
 
-#: One colour per cause class (every class in coordinator_core.logs.events.CAUSE_CLASSES, plus unknown and
-#: the group's creation), so a cause looks the same in every plot of the report; a test checks the set.
+#: One colour per cause class (every class in coordinator_core.logs.events.CAUSE_CLASSES, plus unknown, the
+#: group's creation and a static member's restart without a rebalance, which the cost chart counts), so a cause
+#: looks the same in every plot of the report; a test checks the set.
 CAUSE_COLOURS = {
     "new_member": "#4C78A8",
     "member_left": "#72B7B2",
@@ -57,6 +60,7 @@ CAUSE_COLOURS = {
     "group_over_capacity": "#86BCB6",
     "group_protocol_migration": "#499894",
     "group_created": "#C7C7C7",
+    "static_restart": "#D4A6C8",
     "unknown": "#8C8C8C",
 }
 
@@ -66,16 +70,27 @@ WHATIF_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 #: How many groups the fleet chart draws (the KPI counts them all; the chart title says how many it shows).
 FLEET_CHART_GROUPS = 25
 
+#: What a group's rebalances cost (rebalance_cost per group: `jobs.report.cost_per_group`): its rows
+#: (rebalances and static restarts), those that paused partitions, partitions paused, paused partition-seconds
+#: (point figures, else low bounds) and their bounds (high: NaN when unbounded), the longest group pause in ms
+#: (point, else low bound; its high bound), the rows with an inferred end.
+FLEET_COST_COLUMNS = ("cost_rows", "static_restarts", "rebalances_paused", "partitions_paused",
+                      "paused_partition_seconds", "paused_partition_seconds_low", "paused_partition_seconds_high",
+                      "records_delayed", "longest_pause_ms", "longest_pause_high_ms", "cost_inferred")
+
 # Columns each input frame must have (extra columns are ignored).
 FLEET_COLUMNS = ("cluster", "group_id", "rebalances", "storms", "total_rebalance_seconds", "dominant_cause",
-                 "assignor")
+                 "assignor", *FLEET_COST_COLUMNS)
 STORM_COLUMNS = ("cluster", "group_id", "window_start", "window_end", "rebalances", "total_rebalance_seconds",
                  "stalled_seconds", "dominant_cause", "flapping_members", "lockstep_id", "severity",
                  "trigger_member", "evidence", "cause_inferred")
 GENERATION_COLUMNS = ("cluster", "group_id", "generation", "started_at", "ended_at", "duration_seconds", "cause",
                       "cause_inferred", "members", "partitions_moved", "trigger_member", "evidence")
 WHATIF_COLUMNS = ("cluster", "group_id", "assignor", "static_membership", "generations", "partitions_moved",
-                  "paused_partitions", "absorbed_generations")
+                  "paused_partitions", "absorbed_generations", "paused_partition_seconds_estimate")
+#: Per day (UTC) and cause: rebalances that paused partitions, their paused partition-hours (point figures,
+#: else low bounds), how many count a low bound, records delayed (NaN: no rate).
+COST_DAY_COLUMNS = ("day", "cause", "rebalances", "paused_partition_hours", "at_low_bound", "records_delayed")
 REPLAY_COLUMNS = ("cluster", "group_id", "leader_client", "engine", "generations", "matches", "explained",
                   "unexplained", "shared_sticky_generations")
 
@@ -87,6 +102,19 @@ SHARED_STICKY_ADVICE = ("Upgrade kafka-python to 3.x (aiokafka: run one consumer
 
 #: The words next to a cause no log line explained.
 INFERRED = "inferred from the records"
+
+#: What the cost chart's figures are, under it.
+COST_NOTE = ("Paused partition-hours: each rebalance's paused partitions' pauses summed (rebalance_cost), the point "
+             "figure where client lines, broker lines or records give both ends of every pause, else the low bound "
+             "the records and commits allow; static_restart: a static member replaced without a rebalance. "
+             "Records delayed (on hover) is an estimate, each partition's consumption rate (committed-offset "
+             "progress) times its pause, since log-end offsets are not in __consumer_offsets.")
+
+#: What the what-if's paused partition-seconds are.
+WHATIF_COST_NOTE = ("Estimated paused partition-seconds, an estimate (moves × observed pause), not a measurement: "
+                    "the partitions each replay pauses times the group's observed mean pause per paused partition "
+                    "(its rebalance_cost rows' paused partition-seconds over their partitions paused, point figures "
+                    "else low bounds); - where the group paused no partition there.")
 
 GroupKey = tuple[str, str]
 
@@ -126,12 +154,15 @@ class ReportData:
     #: per group and leader library: the replays that are worth a reader's eye (a leader that did not run
     #: Java, an unexplained mismatch, members sharing sticky state); empty when there are none
     replays: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(REPLAY_COLUMNS)))
+    #: what rebalances cost per day and cause (`COST_DAY_COLUMNS`); empty when no rebalance paused a partition
+    cost_per_day: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(COST_DAY_COLUMNS)))
 
     def __post_init__(self) -> None:
         for name, frame, columns in (("fleet", self.fleet, FLEET_COLUMNS), ("storms", self.storms, STORM_COLUMNS),
                                      ("generations", self.generations, GENERATION_COLUMNS),
                                      ("whatif", self.whatif, WHATIF_COLUMNS),
-                                     ("replays", self.replays, REPLAY_COLUMNS)):
+                                     ("replays", self.replays, REPLAY_COLUMNS),
+                                     ("cost_per_day", self.cost_per_day, COST_DAY_COLUMNS)):
             missing = [c for c in columns if c not in frame.columns]
             if missing:
                 raise ValueError(f"report input {name!r} lacks columns {missing}")
@@ -160,6 +191,29 @@ def utc(value: Any, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
 
 def _esc(value: Any) -> str:
     return html.escape("" if value is None else str(value))
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)  # noqa: PLR0124 - NaN, pandas' missing float, is the one value unequal to itself
+
+
+def amount(value: Any) -> str:
+    """A figure as a reader takes it in: 0, three decimals below 1, one below 100, else whole (with commas)."""
+    if _missing(value):
+        return "-"
+    number = float(value)
+    if number == 0:
+        return "0"
+    if abs(number) < 1:
+        return f"{number:.3f}"
+    return f"{number:,.1f}" if abs(number) < 100 else f"{number:,.0f}"
+
+
+def mean_pause_per_paused_partition(fleet: pd.DataFrame) -> dict[GroupKey, float]:
+    """Per group that paused partitions, its observed mean pause per paused partition (seconds): its paused
+    partition-seconds (point figures, else low bounds) over its partitions paused."""
+    return {(str(r.cluster), str(r.group_id)): float(r.paused_partition_seconds) / int(r.partitions_paused)
+            for r in fleet.itertuples() if not _missing(r.partitions_paused) and int(r.partitions_paused) > 0}
 
 
 #: The figures' plotly template, set as plotly express's default while a report is drawn (`render_report`):
@@ -256,19 +310,24 @@ def _fleet_section(data: ReportData) -> str:
     fleet = fleet.assign(dominant_cause=fleet["dominant_cause"].fillna("unknown"))
     top = fleet.sort_values(["rebalances", "cluster", "group_id"], ascending=[False, True, True]).head(
         FLEET_CHART_GROUPS)
+    top = top.assign(paused_partition_seconds=top["paused_partition_seconds"].astype(float).round(3))
     of = f"all {len(fleet)}" if len(top) == len(fleet) else f"top {len(top)} of {len(fleet)}"
     fig = px.bar(top, x="rebalances", y="group", color="dominant_cause", orientation="h",
                  color_discrete_map=colour_map(sorted(top["dominant_cause"].unique())),
                  category_orders={"group": list(top["group"])},
-                 hover_data=["cluster", "storms", "total_rebalance_seconds"],
+                 hover_data=["cluster", "storms", "total_rebalance_seconds", "paused_partition_seconds",
+                             "records_delayed"],
                  labels={"rebalances": "rebalances (whole history)", "group": "consumer group",
                          "dominant_cause": "dominant cause", "storms": "storms",
-                         "total_rebalance_seconds": "time rebalancing (s)", "cluster": "cluster"},
+                         "total_rebalance_seconds": "time rebalancing (s)", "cluster": "cluster",
+                         "paused_partition_seconds": "paused partition-seconds",
+                         "records_delayed": "records delayed (estimate)"},
                  title=f"Rebalances per group ({of} groups; colour: dominant cause over the whole history)")
     # px lists the categories of a horizontal bar chart bottom-up, so the first (the busiest) is on top.
     fig.update_yaxes(title=None)
     fig.update_layout(height=max(300, 28 * len(top) + 120), legend_title_text="dominant cause")
     parts.append(_figure_html(fig, "fleet-rebalances"))
+    parts.append(_cost_chart(data.cost_per_day))
     if not data.storms.empty:
         storms = _labelled(data.storms, several)
         storms = storms.assign(dominant_cause=storms["dominant_cause"].fillna("unknown"))
@@ -291,6 +350,30 @@ def _fleet_section(data: ReportData) -> str:
                      "configured thresholds.</p>")
     parts.append("</section>")
     return "".join(parts)
+
+
+def _cost_chart(per_day: pd.DataFrame) -> str:
+    """Paused partition-hours per day, stacked by cause, with what the figures are under it."""
+    if per_day.empty:
+        return ('<p class="note" id="fleet-cost-note">No rebalance paused a partition, as far as rebalance_cost '
+                "measured.</p>")
+    per_day = per_day.assign(cause=per_day["cause"].fillna("unknown"))
+    total = float(per_day["paused_partition_hours"].sum())
+    rebalances = int(per_day["rebalances"].sum())
+    at_low = int(per_day["at_low_bound"].sum())
+    fig = px.bar(per_day, x="day", y="paused_partition_hours", color="cause",
+                 color_discrete_map=colour_map(sorted(per_day["cause"].unique())),
+                 hover_data=["rebalances", "at_low_bound", "records_delayed"],
+                 labels={"day": "day (UTC)", "paused_partition_hours": "paused partition-hours",
+                         "cause": "cause", "rebalances": "rebalances that paused partitions",
+                         "at_low_bound": "counted at their low bound", "records_delayed": "records delayed (estimate)"},
+                 title=f"What rebalances cost: paused partition-hours per day by cause ({amount(total)} partition-hours"
+                       f" over {rebalances:,} rebalances that paused partitions)")
+    fig.update_xaxes(title="day (UTC)", tickformat="%Y-%m-%d")
+    fig.update_layout(height=340, barmode="stack", legend_title_text="cause")
+    low = f" {at_low:,} of the {rebalances:,} rebalances count their low bound." if at_low else ""
+    return (_figure_html(fig, "fleet-cost")
+            + f'<p class="note" id="fleet-cost-note">{_esc(COST_NOTE)}{_esc(low)}</p>')
 
 
 def _storm_table(storms: pd.DataFrame, anchors: dict[GroupKey, str]) -> str:
@@ -330,6 +413,31 @@ def _why(gens: pd.DataFrame, fleet_row: pd.Series | None) -> str:
             f"<li>What to change: {advice_html(dominant, full=True)}</li></ul></div>")
 
 
+def cost_line(fleet_row: pd.Series | None) -> str:
+    """One sentence on what a group's rebalances cost (its fleet row's cost columns)."""
+    if fleet_row is None or int(fleet_row["cost_rows"]) == 0:
+        return "Cost: not measured (rebalance_cost has no row for this group)."
+    rows, paused = int(fleet_row["cost_rows"]), int(fleet_row["rebalances_paused"])
+    restarts = int(fleet_row["static_restarts"])
+    of = f"{paused:,} of {rows:,} rebalances" + (f" (counting {restarts:,} static restart{'s' if restarts > 1 else ''})"
+                                                   if restarts else "")
+    if paused == 0:
+        return f"Cost: none of its {rows:,} rebalances paused a partition."
+    high = fleet_row["paused_partition_seconds_high"]
+    longest_high = fleet_row["longest_pause_high_ms"]
+    records = fleet_row["records_delayed"]
+    inferred = int(fleet_row["cost_inferred"])
+    low = amount(fleet_row["paused_partition_seconds_low"])
+    bounds = f"at least {low}, no upper bound" if _missing(high) else f"between {low} and {amount(high)}"
+    return (f"Cost: {of} paused partitions: {amount(fleet_row['paused_partition_seconds'])} paused "
+            f"partition-seconds ({bounds}; point figures, else low bounds), longest group "
+            f"pause {amount(float(fleet_row['longest_pause_ms']) / 1000)} s"
+            + ("" if _missing(longest_high) else f" (at most {amount(float(longest_high) / 1000)} s)")
+            + (", records delayed unknown (no consumption rate)" if _missing(records) else
+               f", about {int(records):,} records delayed (a consumption-rate estimate)")
+            + f"; {inferred:,} of {rows:,} inferred (an end from bounds or commits rather than a log line or record).")
+
+
 def _group_section(data: ReportData, cluster: str, group_id: str, anchor: str) -> str:
     gens = data.generations[(data.generations["cluster"] == cluster) & (data.generations["group_id"] == group_id)]
     gens = gens.sort_values(["started_at", "generation"])
@@ -342,6 +450,7 @@ def _group_section(data: ReportData, cluster: str, group_id: str, anchor: str) -
         return parts[0] + "<p>No rebalances recorded.</p></section>"
     gens = gens.assign(cause=gens["cause"].fillna("unknown"))
     parts.append(_why(gens, fleet_row))
+    parts.append(f'<p class="cost" id="{anchor}-cost">{_esc(cost_line(fleet_row))}</p>')
     colours = colour_map(sorted(gens["cause"].unique()))
     # Members per generation: one bar per (member, generation) spanning the generation's lifetime.
     rows = [{"member": label, "start": g.started_at, "end": g.ended_at if pd.notna(g.ended_at) else data.generated_at,
@@ -382,7 +491,8 @@ def _group_section(data: ReportData, cluster: str, group_id: str, anchor: str) -
 def whatif_per_group(whatif: pd.DataFrame, fleet: pd.DataFrame) -> pd.DataFrame:
     """One row per group: the assignor it used, how many generations were replayed and how many static
     membership would have avoided (with their numbers), and per assignor the partitions moved and paused
-    over the whole history, with the members as recorded and with static membership."""
+    over the whole history and the estimated paused partition-seconds (None: no estimate), with the members
+    as recorded and with static membership."""
     rows = []
     for (cluster, group_id), frame in whatif.groupby(["cluster", "group_id"], sort=False):
         recorded = frame[~frame["static_membership"].astype(bool)]
@@ -397,6 +507,8 @@ def whatif_per_group(whatif: pd.DataFrame, fleet: pd.DataFrame) -> pd.DataFrame:
             key = "static" if r.static_membership else "recorded"
             row[(r.assignor, key, "moved")] = int(r.partitions_moved)
             row[(r.assignor, key, "paused")] = int(r.paused_partitions)
+            estimate = r.paused_partition_seconds_estimate
+            row[(r.assignor, key, "seconds")] = None if _missing(estimate) else float(estimate)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -442,6 +554,7 @@ def _whatif_section(data: ReportData) -> str:
             cells.append(f"<b>{_esc(text)}</b>" if a == r["assignor_used"] else _esc(text))
         rows.append(cells)
     parts.append(_table("whatif-table", head, rows))
+    parts.append(_whatif_cost_table(per_group, data.fleet))
     long = [{"group": r["group"], "assignor": a, "partitions_moved": r.get((a, "recorded", "moved")),
              "paused_partitions": r.get((a, "recorded", "paused")),
              "used": "used" if a == r["assignor_used"] else ""}
@@ -460,6 +573,26 @@ def _whatif_section(data: ReportData) -> str:
         parts.append(_figure_html(fig, div))
     parts.append("</section>")
     return "".join(parts)
+
+
+def _whatif_cost_table(per_group: pd.DataFrame, fleet: pd.DataFrame) -> str:
+    """Per shown group and assignor, the estimated paused partition-seconds (as recorded, and with static
+    membership), beside the observed mean pause they multiply."""
+    mean = mean_pause_per_paused_partition(fleet)
+    head = ["group", "observed pause per paused partition"]
+    head += [f"{a}<br><small>est. paused partition-s (static)</small>" for a in WHATIF_ASSIGNORS]
+    rows = []
+    for r in per_group.to_dict("records"):
+        observed = mean.get((r["cluster"], r["group_id"]))
+        cells = [_esc(r["group"]), "-" if observed is None else _esc(f"{amount(observed)} s")]
+        for a in WHATIF_ASSIGNORS:
+            recorded, static = r.get((a, "recorded", "seconds")), r.get((a, "static", "seconds"))
+            text = ("-" if _missing(recorded) and _missing(static) else
+                    f"{amount(recorded)} ({amount(static)})")
+            cells.append(f"<b>{_esc(text)}</b>" if a == r["assignor_used"] else _esc(text))
+        rows.append(cells)
+    return (f'<p class="note" id="whatif-cost-note">{_esc(WHATIF_COST_NOTE)}</p>'
+            + _table("whatif-cost-table", head, rows))
 
 
 def _replay_section(data: ReportData) -> str:
@@ -521,6 +654,7 @@ table.rebalances td:nth-child(2) { white-space: nowrap; }
 .why ul { margin: 6px 0 0 0; padding-left: 20px; }
 .mix { color: #666; font-size: 13px; }
 .note { font-size: 13px; color: #555; max-width: 1100px; }
+.cost { background: #eef4fa; border-left: 4px solid #4C78A8; padding: 8px 14px; margin: 10px 0; font-size: 14px; }
 code { background: #f0f2f5; padding: 1px 4px; border-radius: 3px; font-size: 12px; }
 """
 

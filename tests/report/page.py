@@ -88,3 +88,30 @@ def group_sections(page: str) -> dict[str, str]:
 
 def kpi(page: str, kpi_id: str) -> str:
     return text(re.search(rf'<div class="kpi" id="{kpi_id}"><b>(.*?)</b>', page).group(1))  # type: ignore[union-attr]
+
+
+#: A group's cost line (jobs.common.report_html.cost_line), its figures as named groups.
+COST_LINE = re.compile(
+    r"Cost: (?P<paused>[\d,]+) of (?P<rows>[\d,]+) rebalances(?: \(counting (?P<restarts>\d+) static restarts?\))? "
+    r"paused partitions: (?P<seconds>[\d.,]+) paused partition-seconds \((?:at least (?P<low_only>[\d.,]+), no upper "
+    r"bound|between (?P<low>[\d.,]+) and (?P<high>[\d.,]+)); point figures, else low bounds\), longest group pause "
+    r"(?P<longest>[\d.,]+) s(?: \(at most (?P<longest_high>[\d.,]+) s\))?, (?:about (?P<records>[\d,]+) records "
+    r"delayed \(a consumption-rate estimate\)|records delayed unknown \(no consumption rate\)); (?P<inferred>[\d,]+) "
+    r"of [\d,]+ inferred \(an end from bounds or commits rather than a log line or record\)\.")
+
+
+def cost_line(section: str) -> str:
+    """A group section's cost sentence, as text."""
+    m = re.search(r'<p class="cost" id="[\w-]+-cost">(.*?)</p>', section, re.S)
+    assert m is not None, "no cost line"
+    return text(m.group(1))
+
+
+def cost_figures(line: str) -> dict[str, float | None]:
+    """The figures of a cost line that measured something (None: absent, e.g. no upper bound, no rate)."""
+    m = COST_LINE.fullmatch(line)
+    assert m is not None, line
+    values = {k: None if v is None else float(v.replace(",", "")) for k, v in m.groupdict().items()}
+    low_only = values.pop("low_only")
+    values["low"] = low_only if values["low"] is None else values["low"]
+    return values

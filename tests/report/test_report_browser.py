@@ -48,7 +48,7 @@ def test_every_plot_draws_and_the_console_is_clean(report_file: Path, tmp_path: 
                       "--virtual-time-budget=15000", "--dump-dom", report_file.as_uri())
     dom = result.stdout
     figures = re.findall(r'<div id="([\w-]+)" class="plotly-graph-div', dom)
-    assert len(figures) == 13
+    assert len(figures) == 14
     # Plotly renders each figure into an <svg class="main-svg">; a figure that failed to draw has none.
     assert dom.count('class="main-svg"') >= len(figures)
     assert "Group orders" in dom and "orders-worker@/10.0.0.7" in dom

@@ -1,11 +1,13 @@
 """The report job over real Delta tables (rows built with the schemas from schemas/gold.py): the groups it
 reads generations for are the groups the page draws, a group's dominant cause follows the storms' rule,
-each storm and rebalance comes with its trigger member and evidence line, and the what-if is per group
-(never summed across clusters) with the rebalances static membership absorbs."""
+each storm and rebalance comes with its trigger member and evidence line, the what-if is per group
+(never summed across clusters) with the rebalances static membership absorbs, and what rebalances cost
+(rebalance_cost) is on the page as the tables say, by queries of the test's own (empty: the page says so)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +16,10 @@ from pyspark.sql import SparkSession
 
 from jobs.common.delta_io import Tables
 from jobs.common.report_html import SHARED_STICKY_ADVICE
-from jobs.report import write_report
-from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
-from tests.report.page import group_sections, kpi, table_rows, text
+from jobs.report import REPORT_INPUTS, report_stamp, write_report
+from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_COST, REBALANCE_STORMS
+from tests.report.cost_expected import assert_cost_shown, expected_cost
+from tests.report.page import cost_line, element, figures, group_sections, kpi, table_rows, text
 
 pytestmark = pytest.mark.spark
 
@@ -116,13 +119,47 @@ def replay_rows() -> list[dict[str, Any]]:
             *replayed("c2", "zeta", 1, 2, "mismatch", "other_client_library", "librdkafka", "java")]
 
 
+def cost(cluster: str, group_id: str, n: int, seconds: tuple[float | None, float, float | None], paused: int, *,
+         kind: str = "eager", pause_ms: tuple[int | None, int, int | None] = (0, 0, 0),
+         records: tuple[int | None, int | None] | None = None, inferred: bool = False, day: int = 0,
+         restarted: str | None = None) -> dict[str, Any]:
+    """A rebalance_cost row of generation `n` (record offset n, as `generation` stores it): partition-seconds
+    and group pause as (point, low, high), records delayed as (point, low) when some partition had a rate."""
+    row: dict[str, Any] = dict.fromkeys(REBALANCE_COST.column_names)
+    row.update(cluster=cluster, group_id=group_id, group_protocol="classic", generation=n, record_offset=n,
+               restarted_member_id=restarted, protocol_kind=kind, partitions_paused=paused, partitions_kept=0,
+               rebalance_at=T0 + dt.timedelta(days=day, seconds=10 * n + 1), partitions=[], clock_offsets_ms={},
+               partition_seconds=seconds[0], partition_seconds_low=seconds[1], partition_seconds_high=seconds[2],
+               pause_ms=pause_ms[0], pause_low_ms=pause_ms[1], pause_high_ms=pause_ms[2], inferred=inferred,
+               partitions_with_rate=paused if records else 0,
+               rate_coverage=(1.0 if records else 0.0) if paused else None,
+               records_delayed=records[0] if records else None, records_delayed_low=records[1] if records else None)
+    return row
+
+
+def cost_rows() -> list[dict[str, Any]]:
+    """c1/poll: a rebalance that paused nothing, one with points, one with bounds only (unbounded above, records
+    delayed by their low bound), one a day later, a static restart without a rate; c1/alpha: no rate at all, and a
+    generation group_generations does not have (cause unknown); c1/mid: no row; c2/zeta: another cluster."""
+    return [cost("c1", "poll", 1, (0.0, 0.0, 0.0), 0, records=(0, 0)),
+            cost("c1", "poll", 2, (1.5, 0.5, 3.0), 6, pause_ms=(400, 100, 900), records=(100, 40)),
+            cost("c1", "poll", 3, (None, 2.0, None), 6, pause_ms=(None, 800, None), records=(None, 50), inferred=True),
+            cost("c1", "poll", 5, (4.0, 3.0, 6.0), 6, pause_ms=(1500, 1000, 2500), records=(200, 150), day=1),
+            cost("c1", "poll", 2, (9.0, 9.0, 12.0), 3, kind="static_restart", pause_ms=(2000, 1500, 4000),
+                 restarted="poll-b-new"),
+            cost("c1", "alpha", 2, (0.25, 0.2, 0.5), 2, kind="cooperative", pause_ms=(125, 100, 250)),
+            cost("c1", "alpha", 7, (0.1, 0.1, 0.1), 1, kind="cooperative", pause_ms=(100, 100, 100)),
+            cost("c2", "zeta", 2, (0.5, 0.5, 0.5), 1, pause_ms=(500, 500, 500), records=(7, 7))]
+
+
 @pytest.fixture
 def warehouse(spark: SparkSession, tables: Tables) -> Tables:
     replays = (whatif("c1", "poll", range(1, 10), {4, 6, 8}, 3) + whatif("c1", "alpha", range(1, 5), set(), 1)
                + whatif("c2", "alpha", range(1, 5), set(), 10))
     for spec, rows in ((GROUP_GENERATIONS, poll_group() + tied_groups()),
                        (REBALANCE_STORMS, [storm("c1", "poll", 1, 10, "poll_timeout", 60.0)]),
-                       (ASSIGNOR_WHATIF, replays), (ASSIGNMENT_REPLAY, replay_rows())):
+                       (ASSIGNOR_WHATIF, replays), (ASSIGNMENT_REPLAY, replay_rows()),
+                       (REBALANCE_COST, cost_rows())):
         tables.ensure(spec)
         tables.append(spec, spark.createDataFrame(rows, spec.schema))
     return tables
@@ -171,8 +208,57 @@ def test_the_report_reads_and_draws_the_same_groups_and_says_why(warehouse: Tabl
     assert "these groups' leaders ran another client library: poll (c1) (kafka-python)." in whatif_section
 
 
+def test_what_rebalances_cost_is_shown_as_the_table_says(warehouse: Tables, tmp_path: Path) -> None:
+    """The fleet's cost per group, the cost chart per day and cause, each shown group's cost line and the what-if's
+    estimates, against the test's own Spark SQL over rebalance_cost, group_generations and assignor_whatif
+    (tests/report/cost_expected.py), and a few figures worked out by hand from `cost_rows`."""
+    expected = expected_cost(warehouse.spark, warehouse.database)
+    page = write_report(warehouse, tmp_path / "audit.html", groups_shown=3).read_text()
+    # the fleet: each group's paused partition-seconds and records delayed (0 / none for c1/mid, without rows)
+    fleet_chart = figures(page)["fleet-rebalances"]
+    at = {name: int(i) for name, i in re.findall(r"([^>=]+)=%\{customdata\[(\d+)\]",
+                                                 fleet_chart.traces[0]["hovertemplate"])}
+    fleet = {(d[at["cluster"]], y.split(" (")[0]): d for t in fleet_chart.traces
+             for y, d in zip(t["y"], t["customdata"], strict=True)}
+    assert len(fleet) == 5
+    for key, d in fleet.items():
+        want = expected.per_group.get(key)
+        assert d[at["paused partition-seconds"]] == pytest.approx(want["seconds"] if want else 0, abs=5e-4), key
+        assert d[at["records delayed (estimate)"]] == (want["records"] if want else None), key
+    # by hand: 0 + 1.5 + 2.0 (low) + 4.0 + 9.0; records 100 + 50 (low) + 200, the static restart without a rate
+    assert fleet[("c1", "poll")][at["paused partition-seconds"]] == pytest.approx(16.5)
+    assert fleet[("c1", "poll")][at["records delayed (estimate)"]] == 350
+    assert fleet[("c1", "alpha")][at["records delayed (estimate)"]] is None  # no rate
+
+    assert_cost_shown(page, expected, {"poll (c1)": ("c1", "poll"), "alpha (c1)": ("c1", "alpha"),
+                                       "mid (c1)": ("c1", "mid")})
+    drawn = {(x[:10], t["name"]) for t in figures(page)["fleet-cost"].traces for x in t["x"]}
+    assert drawn == {("2026-11-21", "new_member"), ("2026-11-21", "poll_timeout"), ("2026-11-22", "poll_timeout"),
+                     ("2026-11-21", "static_restart"), ("2026-11-21", "unknown")}
+    note = text(element(page, "p", "fleet-cost-note"))
+    assert "else the low bound" in note and note.endswith("1 of the 7 rebalances count their low bound.")
+    poll = next(cost_line(s) for s in group_sections(page).values() if text(s).startswith("Group poll (c1"))
+    assert poll == (
+        "Cost: 4 of 5 rebalances (counting 1 static restart) paused partitions: 16.5 paused partition-seconds (at "
+        "least 14.5, no upper bound; point figures, else low bounds), longest group pause 2.0 s, about 350 records "
+        "delayed (a consumption-rate estimate); 1 of 5 inferred (an end from bounds or commits rather than a log "
+        "line or record).")
+    section = text(page.split('id="whatif"')[1].split("</section>")[0])
+    assert "Estimated paused partition-seconds, an estimate (moves × observed pause)" in section
+    # poll: 16.5 s over 21 paused partitions; range pauses 6 partitions in each of 9 generations: 54 x 16.5 / 21
+    assert table_rows(page, "whatif-cost-table")[0][:3] == ["poll (c1)", "0.786 s", "42.4 (28.3)"]
+
+
 def test_an_inferred_cause_says_so(warehouse: Tables, tmp_path: Path) -> None:
+    """Also: an empty rebalance_cost (a warehouse from before the table, ensured empty by the night) is drawn
+    as nothing measured; the report's stamp names the table, so a change to it rewrites the report."""
+    warehouse.delete_where(REBALANCE_COST, "true")
     page = write_report(warehouse, tmp_path / "audit.html", groups_shown=5).read_text()
     anchor = next(a for a, s in group_sections(page).items() if "Group alpha (c2" in text(s.split("</h2>")[0]))
     causes = [r[3] for r in table_rows(page, f"{anchor}-rebalances")]
     assert causes == ["new_member (inferred from the records)"] * 4
+    assert 'id="fleet-cost"' not in page and "No rebalance paused a partition" in page
+    lines = {text(m) for m in re.findall(r'<p class="cost" id="[\w-]+-cost">(.*?)</p>', page, re.S)}
+    assert lines == {"Cost: not measured (rebalance_cost has no row for this group)."}
+    assert {tuple(r[1:]) for r in table_rows(page, "whatif-cost-table")} == {("-",) * 5}
+    assert REBALANCE_COST in REPORT_INPUTS and '"rebalance_cost": ' in report_stamp(warehouse, 5)

@@ -4,6 +4,7 @@ and test_report_frames.py the job that reads the tables."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pandas as pd
@@ -11,22 +12,25 @@ import pytest
 
 from coordinator_core.logs.events import CAUSE_CLASSES
 from jobs.common.report_html import CAUSE_COLOURS, ReportData, render_report, shown_groups
-from tests.report.page import figures, group_sections, kpi, table_cells_html, table_rows, text
-from tests.report.sample_data import SESSION_TIMEOUT_LINE, sample_report_data
+from tests.report.page import cost_figures, cost_line, figures, group_sections, kpi, table_cells_html, table_rows, text
+from tests.report.sample_data import NO_COST, SESSION_TIMEOUT_LINE, sample_report_data
 
 
 def with_second_cluster(data: ReportData) -> ReportData:
     """The sample plus the same group id in a second cluster (another group, another row of the chart)."""
     fleet = pd.concat([data.fleet, pd.DataFrame([
         {"cluster": "staging", "group_id": "orders", "rebalances": 2, "storms": 0, "total_rebalance_seconds": 4.0,
-         "dominant_cause": "cooperative_second_round", "assignor": "cooperative-sticky"}])], ignore_index=True)
-    return ReportData(fleet, data.storms, data.generations, data.whatif, data.generated_at, source=data.source)
+         "dominant_cause": "cooperative_second_round", "assignor": "cooperative-sticky", **NO_COST}])],
+        ignore_index=True)
+    return ReportData(fleet, data.storms, data.generations, data.whatif, data.generated_at, source=data.source,
+                      cost_per_day=data.cost_per_day)
 
 
 def test_report_has_every_section_and_no_external_resources() -> None:
     page = render_report(sample_report_data())
-    for element_id in ("fleet", "fleet-rebalances", "fleet-storm-timeline", "storm-table", "group-0", "group-0-gantt",
-                       "group-0-durations", "group-0-movement", "group-0-rebalances", "whatif", "whatif-table",
+    for element_id in ("fleet", "fleet-rebalances", "fleet-cost", "fleet-cost-note", "fleet-storm-timeline",
+                       "storm-table", "group-0", "group-0-cost", "group-0-gantt", "group-0-durations",
+                       "group-0-movement", "group-0-rebalances", "whatif", "whatif-table", "whatif-cost-table",
                        "whatif-moved", "whatif-paused", "replays"):
         assert f'id="{element_id}"' in page, element_id
     # no replay worth a look in the sample data: the section says every leader ran Java and matched
@@ -35,7 +39,7 @@ def test_report_has_every_section_and_no_external_resources() -> None:
     assert "orders-worker@/10.0.0.7" in page  # the flapping member is named
     # nothing loaded from the network: no script, stylesheet or image tag points outside the file
     assert re.search(r'<(?:script|link|img|iframe)[^>]*(?:src|href)="https?:', page) is None
-    assert page.count('class="plotly-graph-div"') == 2 + 3 * 3 + 2  # fleet 2 figures, 3 groups x 3, what-if 2
+    assert page.count('class="plotly-graph-div"') == 3 + 3 * 3 + 2  # fleet 3 figures, 3 groups x 3, what-if 2
 
 
 def test_shown_groups_are_one_list_with_repeatable_ties() -> None:
@@ -76,7 +80,7 @@ def test_kpis_count_what_the_charts_show() -> None:
 
 
 def test_one_colour_per_cause_on_the_whole_page() -> None:
-    assert set(CAUSE_COLOURS) == set(CAUSE_CLASSES) | {"unknown", "group_created"}
+    assert set(CAUSE_COLOURS) == set(CAUSE_CLASSES) | {"unknown", "group_created", "static_restart"}
     assert len(set(CAUSE_COLOURS.values())) == len(CAUSE_COLOURS)  # no two causes look alike
     page = render_report(with_second_cluster(sample_report_data()))
     seen: dict[str, set[str]] = {}
@@ -85,7 +89,7 @@ def test_one_colour_per_cause_on_the_whole_page() -> None:
             continue  # coloured by assignor
         for trace in fig.traces:
             seen.setdefault(trace["name"], set()).add(trace["marker"]["color"])
-    assert {"session_timeout", "poll_timeout", "new_member", "cooperative_second_round"} <= set(seen)
+    assert {"session_timeout", "poll_timeout", "new_member", "cooperative_second_round", "static_restart"} <= set(seen)
     assert seen == {cause: {CAUSE_COLOURS[cause]} for cause in seen}
     # the tables use the same colours as the charts
     for cause in ("session_timeout", "poll_timeout"):
@@ -159,6 +163,57 @@ def test_whatif_is_per_group_with_its_assignor_and_static_membership() -> None:
     moved = figures(page)["whatif-moved"]
     assert {t["name"] for t in moved.traces} == {"range", "roundrobin", "cooperative-sticky"}
     assert [t["text"] for t in moved.traces if t["name"] == "range"] == [["used"]]
+
+
+def test_what_rebalances_cost_per_day_per_group_and_in_the_whatif() -> None:
+    """The cost chart stacks each day's paused partition-hours by cause (in the cause's colour) with what the
+    figures are under it; each group's section says its cost in one sentence; the what-if estimates paused
+    partition-seconds as paused partitions x the group's observed pause (orders: 72 s over 36 partitions)."""
+    data = sample_report_data()
+    page = render_report(data)
+    cost = figures(page)["fleet-cost"]
+    assert cost.layout["barmode"] == "stack"
+    got = {t["name"]: sum(t["y"]) for t in cost.traces}
+    assert got == pytest.approx({"new_member": 30 / 3600, "session_timeout": 42 / 3600, "poll_timeout": 600 / 3600,
+                                 "static_restart": 300 / 3600})
+    assert {t["name"]: t["marker"]["color"] for t in cost.traces} == {c: CAUSE_COLOURS[c] for c in got}
+    assert "paused partition-hours per day by cause (0.270 partition-hours over 9 rebalances" in cost.title
+    note = text(page.split('id="fleet-cost-note">')[1].split("</p>")[0])
+    assert "else the low bound" in note and "log-end offsets are not in __consumer_offsets" in note
+    assert note.endswith("2 of the 9 rebalances count their low bound.")
+    # the fleet chart's hover has each group's cost
+    fleet = figures(page)["fleet-rebalances"]
+    assert "paused partition-seconds=" in fleet.traces[0]["hovertemplate"]
+
+    lines = {a: cost_line(s) for a, s in group_sections(page).items()}
+    assert lines["group-0"] == (
+        "Cost: 6 of 6 rebalances paused partitions: 72.0 paused partition-seconds (at least 60.0, no upper bound; "
+        "point figures, else low bounds), longest group pause 3.0 s, about 12,000 records delayed (a "
+        "consumption-rate estimate); 2 of 6 inferred (an end from bounds or commits rather than a log line or "
+        "record).")
+    assert lines["group-1"].startswith(
+        "Cost: 3 of 4 rebalances (counting 1 static restart) paused partitions: 900 paused partition-seconds "
+        "(between 900 and 1,200;")
+    assert ("longest group pause 300 s (at most 400 s), records delayed unknown (no consumption rate)"
+            in lines["group-1"])
+    assert lines["group-2"] == "Cost: not measured (rebalance_cost has no row for this group)."
+    assert cost_figures(lines["group-1"]) == {"paused": 3, "rows": 4, "restarts": 1, "seconds": 900, "low": 900,
+                                              "high": 1200, "longest": 300, "longest_high": 400, "records": None,
+                                              "inferred": 0}
+
+    whatif = text(page.split('<section id="whatif">')[1].split("</section>")[0])
+    assert "Estimated paused partition-seconds, an estimate (moves × observed pause)" in whatif
+    # range 72 paused partitions x 2 s, static 0; roundrobin has no static replay; cooperative-sticky 12 x 2 s
+    assert table_rows(page, "whatif-cost-table") == [["orders", "2.0 s", "144 (0)", "144 (-)", "-", "24.0 (0)"]]
+    assert table_cells_html(page, "whatif-cost-table")[0][2].startswith("<b>")  # the assignor used
+
+    # nothing measured: no chart, a sentence instead, and no estimate
+    empty = dataclasses.replace(data, cost_per_day=data.cost_per_day.iloc[0:0],
+                                fleet=data.fleet.assign(**{k: [v] * len(data.fleet) for k, v in NO_COST.items()}),
+                                whatif=data.whatif.assign(paused_partition_seconds_estimate=float("nan")))
+    page = render_report(empty)
+    assert 'id="fleet-cost"' not in page and "No rebalance paused a partition" in page
+    assert table_rows(page, "whatif-cost-table") == [["orders", "-", "-", "-", "-", "-"]]
 
 
 def test_quiet_fleet_says_so() -> None:

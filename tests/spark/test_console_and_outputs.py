@@ -289,7 +289,8 @@ def test_the_summary_json_matches_the_tables_and_the_samples(runs: Runs) -> None
     stamp = json.loads(report.read_text().rstrip().removesuffix("-->").rsplit("<!-- cgh report inputs ", 1)[1])
     assert stamp == {"database": "consumer_group_history", "groups_shown": 4, "versions": {
         name: DeltaTable(str(runs.root / "wh" / "tables" / name)).version()
-        for name in ("group_generations", "rebalance_storms", "assignor_whatif", "assignment_replay")}}
+        for name in ("group_generations", "rebalance_storms", "assignor_whatif", "assignment_replay",
+                     "rebalance_cost")}}
     # The replay's figures are assignment_replay's generations by status (the first run wrote them all)
     replayed = DeltaTable(str(runs.root / "wh" / "tables" / "assignment_replay")).to_pyarrow_table().to_pylist()
     generations = {(r["cluster"], r["group_id"], r["generation"], r["record_offset"]): r for r in replayed}

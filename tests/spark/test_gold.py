@@ -6,6 +6,7 @@ come from the scenarios' own record of what they did (scenarios.json) and from t
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from jobs.report import write_report
 from jobs.views import create_views
 from schemas import GROUP_METADATA, TableSpec
 from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_STORMS
+from tests.report.cost_expected import assert_cost_shown, expected_cost
+from tests.report.page import group_sections, text
 from tests.spark.sample_warehouse import SampleWarehouse
 
 pytestmark = pytest.mark.spark
@@ -161,3 +164,9 @@ def test_report_is_written(gold: Tables, tmp_path: Path) -> None:
     page = out.read_text()
     assert "Group cgh-storm-poll-timeout" in page and "Group cgh-storm-crash-loop" in page
     assert 'id="storm-table"' in page and 'id="whatif-moved"' in page
+    # what the rebalances cost, as the test's own queries of rebalance_cost say (tests/report/cost_expected.py)
+    headings = [text(s.split("</h2>")[0]) for s in group_sections(page).values()]
+    shown = {f"{g} ({c})": (c, g) for g, c in (re.match(r"Group (\S+) \(([^,)]+)", h).groups()  # type: ignore[union-attr]
+                                               for h in headings)}
+    assert len(shown) == 4 and 'id="fleet-cost"' in page
+    assert_cost_shown(page, expected_cost(gold.spark, gold.database), shown)
