@@ -39,7 +39,7 @@ pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTERS = ("kafka-3.9.1", "kafka-4.3.1")
-STAGES = ["ingest", "decode", "logs", "history", "storms", "maintenance", "report"]
+STAGES = ["ingest", "decode", "logs", "history", "storms", "cost", "maintenance", "report"]
 #: The loggers conf/log4j2.properties silences, as the console shows them (%c{1}), and the two lines of Utils
 #: and the one of DAGScheduler it drops.
 SILENCED = re.compile(r" WARN (HiveExternalCatalog|ObjectStore|HiveConf|SessionState|NativeCodeLoader|SparkStringUtils"
@@ -303,6 +303,10 @@ def test_the_summary_json_matches_the_tables_and_the_samples(runs: Runs) -> None
         "not_replayable": sum(r["status"] == "not_replayable" for r in generations.values()),
         "shared_sticky_state": sum("shared_sticky_state" in (r["findings"] or []) for r in generations.values())}
     assert first["stages"]["history"]["replay"]["shared_sticky_state"] > 0
+    # The cost stage wrote every rebalance's cost in the first run (the table held no row before it).
+    [written] = _sql(runs, "rebalance_cost", "SELECT count(*) AS n, count(DISTINCT cluster || group_id) AS g FROM t")
+    assert written["n"] > 0 and first["stages"]["cost"]["summary"].startswith(
+        f"{written['g']} groups' rebalance costs: {written['n']} rows written, 0 withdrawn"), first["stages"]["cost"]
     # The second run: one new log line, nothing archived, no storm written or amended.
     assert second["storms"] == [] and second["storms_at_or_above_threshold"] == 0
     assert {c: v["log_lines"] for c, v in second["clusters"].items()} == {APPENDED_TO[0]: 1, CLUSTERS[1]: 0}
