@@ -169,7 +169,11 @@ def run_cost(tables: Tables, changed_generations: DataFrame | None, run: RunRang
              reopen_hours: float, settings: CostSettings | None = None) -> CostResult:
     """Replace the cost rows of the rebalances near the run's changes (see the module docstring)."""
     settings = settings or CostSettings()
-    new_lines = run.new_rows(tables, COORDINATOR_EVENTS)
+    since = run.since.get(COORDINATOR_EVENTS.name, 0) if run.since is not None else None
+    if since is None or tables.data_changed_since(COORDINATOR_EVENTS, int(since)):
+        new_lines = run.new_rows(tables, COORDINATOR_EVENTS)
+    else:  # no new line (read from the table's commit files): no change-feed query
+        new_lines = tables.spark.createDataFrame([], COORDINATOR_EVENTS.schema)
     changed = (changed_generations if changed_generations is not None
                else tables.spark.createDataFrame([], GROUP_GENERATIONS.schema))
     if rebuild:

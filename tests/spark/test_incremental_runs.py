@@ -191,7 +191,7 @@ def _run_in_pieces(spark: SparkSession, full: tuple[Path, Path, Tables, dict], k
 #: here what only Spark can break across nights: the upgrade, the dead run's rollback, the carried state.
 K_RUNS = 3
 #: In the many-runs chain: before run 1 the warehouse gets a group_metadata of an older layout, and run 2
-#: dies after the storms stage (both indices exist for any k >= 3).
+#: dies after the cost stage (the last stage that writes a table) (both indices exist for any k >= 3).
 OLD_METADATA_RUN, CRASH_RUN = 1, 2
 
 
@@ -217,14 +217,14 @@ def many_runs(spark: SparkSession, full: tuple[Path, Path, Tables, dict]) -> Tab
     stages (run CRASH_RUN). The warehouse the rebuild and nothing-new tests go on from. (Lines arriving in
     the run of their time, or in any later one: tests/spark/test_gold_splits.py feeds each line to a random
     run of its split.)"""
-    return _run_in_pieces(spark, full, K_RUNS, 3, logs_late=True, crash=(CRASH_RUN, "storms"),
+    return _run_in_pieces(spark, full, K_RUNS, 3, logs_late=True, crash=(CRASH_RUN, "cost"),
                           before_run=(OLD_METADATA_RUN, _without_members))
 
 
 def test_k_runs_with_late_logs_through_an_upgrade_and_a_dead_run_leave_the_gold_tables_of_one_run(
         many_runs: Tables, full: tuple[Path, Path, Tables, dict]) -> None:
     """The first runs write generations from the records alone; the last brings every log line, which
-    amends them. Run CRASH_RUN dies after the storms stage (gold rows and group_state written, the run not
+    amends them. Run CRASH_RUN dies after the cost stage (gold rows, group_state and rebalance_cost written, the run not
     committed): the next run rolls those writes back and does the night again (its change feed ranges must
     not read the dead run's rows and the RESTORE that undid them). Before run OLD_METADATA_RUN,
     group_metadata lost its `members` column: that run adds the column, fills it from the archive once, and

@@ -335,7 +335,7 @@ def histories(draw: st.DrawFn) -> History:
     return gens, lines, {p: sorted(c, key=lambda c: (c.at, c.offset)) for p, c in commits.items()}
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(histories())
 def test_bounds_are_ordered_and_nothing_is_negative(history) -> None:  # type: ignore[no-untyped-def]
     gens, lines, commits = history
@@ -365,7 +365,7 @@ def test_bounds_are_ordered_and_nothing_is_negative(history) -> None:  # type: i
                 for m in g["members"]) + r.partitions_paused  # type: ignore[arg-type]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(histories())
 def test_a_rebalance_costs_the_same_computed_alone_or_with_the_whole_history(history) -> None:  # type: ignore[no-untyped-def]
     """What a night does: only the rebalances from its earliest change on, from the rows before them (two
@@ -437,7 +437,7 @@ def steady_fleet_group(draw: st.DrawFn) -> tuple[list[dict[str, object]], list[d
     return gens, lines, commits, truth, protocol
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(steady_fleet_group())
 def test_records_delayed_are_within_ten_percent_where_rates_are_steady(group) -> None:  # type: ignore[no-untyped-def]
     gens, lines, commits, truth, _ = group
