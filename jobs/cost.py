@@ -176,8 +176,7 @@ def run_cost(tables: Tables, changed_generations: DataFrame | None, run: RunRang
         new_lines = tables.spark.createDataFrame([], COORDINATOR_EVENTS.schema)
     changed = (changed_generations if changed_generations is not None
                else tables.spark.createDataFrame([], GROUP_GENERATIONS.schema))
-    if rebuild:
-        tables.delete_where(REBALANCE_COST, "true")
+    # (A rebuild starts from an empty rebalance_cost: jobs.nightly empties every gold table first.)
     touched = _touched(changed, new_lines)
     bounds = _bounds(touched)
     if not bounds:
