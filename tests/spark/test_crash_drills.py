@@ -1,6 +1,8 @@
 """Crash drills: a nightly run that dies anywhere (SIGKILLed with its JVM in the middle of the history stage,
-between two gold tables' writes, after a stage) is completed by the next run, and every table ends up as one
-clean run leaves it.
+between two gold tables' writes) is completed by the next run, and every table ends up as one clean run
+leaves it. (A run that dies after its last table-writing stage, every table written and the run not
+committed, is tests/spark/test_incremental_runs.py's dead run, stopped after the cost stage; one that dies
+right after a maintenance that compacted and vacuumed is tests/spark/test_maintenance.py's.)
 
 The input is a real broker's capture (samples/kafka-3.9.1: segments, broker and client logs), read the way
 the embedded default reads it. The expected tables are that cluster's rows of one uninterrupted run: the
@@ -32,7 +34,7 @@ from jobs.common.config import (
     parse_config,
 )
 from jobs.common.delta_io import Tables
-from jobs.nightly import StoppedAfterStage, run_nightly
+from jobs.nightly import run_nightly
 from jobs.stages import STAGES
 from schemas import ALL_TABLES, GROUP_GENERATIONS, INGEST_RUNS, OFFSET_EVENTS, REBALANCE_COST, TableSpec
 from schemas.observability import RUN_CLAIMS
@@ -53,7 +55,7 @@ LINEAGE = {"ingest_run_id", "ingested_at", "run_id", "updated_run_id"}
 #: The chain's stages: every stage but cost. The cost stage writes only rebalance_cost, rolled back by the same
 #: mechanism as every stage's tables (jobs.stages: a Stage names what it writes); its death and rollback are
 #: drilled in tests/spark/test_incremental_runs.py (a run stopped after the cost stage, redone by the next),
-#: so the chain's four nights do not pay for it again.
+#: so the chain's three nights do not pay for it again.
 CHAIN_STAGES = tuple(s for s in STAGES if s.name != "cost")
 COMPARED = tuple(spec for spec in ALL_TABLES if spec is not INGEST_RUNS and spec is not REBALANCE_COST)
 
@@ -171,22 +173,11 @@ def _sigkill_inside_the_history_stage(config: Config, root: Path) -> None:
         job.wait(timeout=60)
 
 
-#: Stages after which a run of the chain stops (as if killed there). Ingest and decode are drilled in
-#: tests/spark/test_nightly.py (after ingest, in the middle of decode), storms in test_incremental_runs.py.
-#: The report is the last stage: a run stopped after it leaves every table written and the run not
-#: committed. No kill point after logs or maintenance of their own: the runs that die inside the history
-#: stage have written everything the logs stage writes (and more), and the run stopped after the report ran
-#: maintenance too, the report stage writing no table (the death right after a maintenance that compacted
-#: and vacuumed is tests/spark/test_maintenance.py's nights).
-STOP_AFTER = ("report",)
-
-
-def test_runs_killed_inside_the_history_stage_and_after_the_last_stage_are_completed(
+def test_runs_killed_inside_the_history_stage_are_completed(
         spark: SparkSession, clean: tuple[Path, Tables], monkeypatch: pytest.MonkeyPatch) -> None:
     """One warehouse, a chain of runs that each die somewhere else; every run after a death takes over or
     waits for nothing, rolls the dead run's writes back and does the work again. Last, one run that
     finishes: the tables of one clean run."""
-    assert {s.name for s in STAGES} >= set(STOP_AFTER)
     root, expected = clean
     config = _config(root, "cgh_drill_chain")
     tables = Tables(spark, config.tables.database, config.tables.location)
@@ -211,13 +202,9 @@ def test_runs_killed_inside_the_history_stage_and_after_the_last_stage_are_compl
     took_over = [r["took_over"] for r in tables.read(RUN_CLAIMS).where("event = 'claimed'").collect()]
     assert len(took_over) == 2 and "that process is gone" in (took_over[0] or "") + (took_over[1] or "")
 
-    # 3. After the last stage (every table written, the run not committed).
-    for stage in STOP_AFTER:
-        with pytest.raises(StoppedAfterStage):
-            run_nightly(spark, config, stages=CHAIN_STAGES, stop_after=stage)
     assert tables.read(INGEST_RUNS).count() == 0
 
-    # 4. A run that finishes.
+    # 3. A run that finishes.
     run_nightly(spark, config, stages=CHAIN_STAGES)
     assert tables.read(INGEST_RUNS).count() == 1
     _assert_same_tables(tables, expected, CLUSTER)

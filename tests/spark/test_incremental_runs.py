@@ -187,7 +187,7 @@ def _run_in_pieces(spark: SparkSession, full: tuple[Path, Path, Tables, dict], k
 
 #: The many-runs split: three pieces, the fewest in which a run both follows an upgraded run and dies, and
 #: is redone by a third. The folds' property over many random splits is tested in the core, with hypothesis
-#: (tests/unit/test_*_fold.py); the random k of 3..6 pieces at the Spark level is tests/spark/test_gold_splits.py's;
+#: (tests/unit/test_*_fold.py); the random k of 3..4 pieces at the Spark level is tests/spark/test_gold_splits.py's;
 #: here what only Spark can break across nights: the upgrade, the dead run's rollback, the carried state.
 K_RUNS = 3
 #: In the many-runs chain: before run 1 the warehouse gets a group_metadata of an older layout, and run 2
