@@ -1,8 +1,9 @@
 """Crash drills: a nightly run that dies anywhere (SIGKILLed with its JVM in the middle of the history stage,
 between two gold tables' writes) is completed by the next run, and every table ends up as one clean run
-leaves it. (A run that dies after its last table-writing stage, every table written and the run not
-committed, is tests/spark/test_incremental_runs.py's dead run, stopped after the cost stage; one that dies
-right after a maintenance that compacted and vacuumed is tests/spark/test_maintenance.py's.)
+leaves it. The other kill points are drilled where their stage's tests are: after ingest and in the middle of
+decode in tests/spark/test_nightly.py; after the last table-writing stage (every table written, the run not
+committed) in tests/spark/test_incremental_runs.py's dead run, stopped after the cost stage; right after a
+maintenance that compacted and vacuumed in tests/spark/test_maintenance.py.
 
 The input is a real broker's capture (samples/kafka-3.9.1: segments, broker and client logs), read the way
 the embedded default reads it. The expected tables are that cluster's rows of one uninterrupted run: the
