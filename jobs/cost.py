@@ -29,6 +29,7 @@ from pyspark.sql import types as T
 
 from coordinator_core.cost import CLIENT_EVENT_TYPES, PAUSE_EVENT_TYPES, CostSettings
 from jobs.common.delta_io import Tables
+from jobs.common.kept import kept
 from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
 from jobs.history.inputs import RunRange
 from jobs.storms import fold_output_spec, plain_records
@@ -184,20 +185,23 @@ def run_cost(tables: Tables, changed_generations: DataFrame | None, run: RunRang
     empty = rebuild or tables.holds_no_rows(REBALANCE_COST)
     if not empty:  # (a table with no row has no row waiting for commits, and none to withdraw)
         touched = _with_incomplete(tables, touched, bounds, dt.timedelta(hours=reopen_hours))
-    touched = touched.persist()
+    # Both kept as rows (jobs.common.kept), not as cached plans: their plans read rebalance_cost, and the
+    # MERGE into it would plan them again.
+    touched, release_touched = kept(touched)
     try:
         if not empty:
             bounds = _bounds(touched)
         generations = _generations(tables, touched, bounds, dt.timedelta(hours=reopen_hours))
         facts = _facts(tables, touched, bounds, dt.timedelta(hours=reopen_hours),
                        settings.commit_horizon + settings.rate_lookback)
-        computed = per_bucket(generations, _OUTPUT, _cost_fn(settings), DEFAULT_BUCKETS, facts).persist()
+        computed, release_computed = kept(per_bucket(generations, _OUTPUT, _cost_fn(settings), DEFAULT_BUCKETS,
+                                                     facts))
         try:
             return _write(tables, touched, bounds, computed, empty)
         finally:
-            computed.unpersist()
+            release_computed()
     finally:
-        touched.unpersist()
+        release_touched()
 
 
 def _write(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], computed: DataFrame,
@@ -206,7 +210,7 @@ def _write(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], c
     computation no longer gives (a generation withdrawn, a partition that no longer paused). Into an `empty`
     table, the rows are appended."""
     if empty:
-        return _upsert(tables, computed)
+        return _upsert(tables, computed, kept_already=True)
     key = list(REBALANCE_COST.grain)
     in_time = F.lit(False)
     for cluster, lo in bounds.items():
@@ -222,8 +226,10 @@ def _write(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], c
     return _upsert(tables, computed.unionByName(deletions))
 
 
-def _upsert(tables: Tables, changes: DataFrame) -> CostResult:
-    changes = changes.persist()
+def _upsert(tables: Tables, changes: DataFrame, kept_already: bool = False) -> CostResult:
+    # Kept as rows (jobs.common.kept): a cached plan that reads rebalance_cost would be planned again after the
+    # MERGE into it.
+    changes, release = (changes, lambda: None) if kept_already else kept(changes)
     try:
         figures = changes.groupBy().agg(
             F.countDistinct(*GROUP_KEY).alias("groups"), F.sum((~F.col("_deleted")).cast("int")).alias("written"),
@@ -236,4 +242,4 @@ def _upsert(tables: Tables, changes: DataFrame) -> CostResult:
         return CostResult(int(figures["groups"] or 0), int(figures["written"] or 0), int(figures["withdrawn"] or 0),
                           float(figures["seconds"] or 0.0) / 3600.0, int(figures["delayed"] or 0))
     finally:
-        changes.unpersist()
+        release()

@@ -73,8 +73,9 @@ class RunContext:
     decode: DecodeResult | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # for later stages' summary lines
-    #: persisted frames shared between stages of one run, unpersisted when the run ends
+    #: frames shared between stages of one run, let go of when the run ends (by `releases`)
     extra_frames: dict[str, DataFrame] = field(default_factory=dict)
+    releases: list[Callable[[], None]] = field(default_factory=list)
     #: recompute every gold table from the archive from an empty state (`--rebuild`, or the first run of a
     #: warehouse written before the gold stages carried state)
     rebuild: bool = False
@@ -98,8 +99,9 @@ class RunContext:
     def release(self) -> None:
         """Let go of what the run's stages kept for each other (a long-lived session, a scheduler's driver
         or the tests, runs many nights and would otherwise keep every night's caches)."""
-        for frame in self.extra_frames.values():
-            frame.unpersist()
+        for release in self.releases:
+            release()
+        self.releases.clear()
         self.extra_frames.clear()
         if self.pending_states is not None:  # a run stopped between the history and storms stages
             self.pending_states.release()
@@ -168,6 +170,7 @@ def _history_stage(ctx: RunContext) -> None:
     try:
         generations = run_generations(ctx.tables, ctx.run_id, ctx.run_range(), reopen_hours, states)
         ctx.extra_frames["changed_generations"] = generations.changed
+        ctx.releases.append(generations.release)
         # (the changed rows are cached: counting them per cluster costs no read)
         for row in generations.changed.groupBy("cluster", "_deleted").count().collect():
             counts = ctx.generations_by_cluster.setdefault(row["cluster"], {"written": 0, "withdrawn": 0})

@@ -27,6 +27,7 @@ from coordinator_core.storms import REBALANCE_OUTCOMES as _OUTCOMES
 from coordinator_core.storms import StormThresholds
 from jobs.common.delta_io import Tables
 from jobs.common.group_state import StateWrites, clear_state, merge_state, read_state
+from jobs.common.kept import kept
 from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
 from jobs.common.progress import step
 from schemas._spec import TableSpec
@@ -269,11 +270,11 @@ def _range_filter(bounds: dict[str, tuple[dt.datetime, dt.datetime]]) -> Column:
 
 
 def _lockstep_marked(tables: Tables, changes: DataFrame, spans: dict[str, tuple[dt.datetime, dt.datetime]],
-                     thresholds: StormThresholds) -> tuple[DataFrame, int]:
+                     thresholds: StormThresholds) -> tuple[DataFrame, Callable[[], None], int]:
     """Every storm of the lock-step chains near the changed storms (`changes`: storm rows to upsert or
     delete, with `_deleted`; `spans`: per cluster, their first and last start), marked as if over all storms
-    of the cluster, with the group-level changes applied: `_kind` storm rows of a persisted frame (the
-    caller unpersists it), and how many there are.
+    of the cluster, with the group-level changes applied: `_kind` storm rows of a kept frame, how to let go
+    of it, and how many there are.
 
     Reads rebalance_storms only by cluster and start time: the changed storms' span widened by
     `lockstep_seconds`, and again until every chain that reaches it is whole (a chain of storms each
@@ -290,8 +291,10 @@ def _lockstep_marked(tables: Tables, changes: DataFrame, spans: dict[str, tuple[
         stored = (tables.read(REBALANCE_STORMS).where(_range_filter(bounds))
                   .join(changed_keys, on=[*GROUP_KEY, "window_start"], how="left_anti"))
         current = stored.unionByName(upserts).withColumn("_near", F.lit(False)).unionByName(near)
-        marked = (current.groupBy("cluster").applyInPandas(_lockstep_fn(thresholds), schema=_LOCKSTEP_OUTPUT.schema)
-                  .persist())
+        # Kept as rows (jobs.common.kept): a cached plan that reads rebalance_storms would be planned again
+        # after the MERGE into it.
+        marked, release = kept(current.groupBy("cluster").applyInPandas(_lockstep_fn(thresholds),
+                                                                          schema=_LOCKSTEP_OUTPUT.schema))
         wider = False
         count = 0
         for r in marked.where(F.col("_kind") == "extent").collect():  # one row per cluster
@@ -301,8 +304,8 @@ def _lockstep_marked(tables: Tables, changes: DataFrame, spans: dict[str, tuple[
                 bounds[r["cluster"]] = (min(lo, r["window_start"] - gap), max(hi, r["window_end"] + gap))
                 wider = True
         if not wider:
-            return marked, count
-        marked.unpersist()
+            return marked, release, count
+        release()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -341,11 +344,13 @@ def run_storms(tables: Tables, changed_generations: DataFrame, thresholds: Storm
         if spans:
             with step("storms: lock-step waves near the changed storms"):
                 changes = out.where(F.col("_kind") == "row").select(*REBALANCE_STORMS.column_names, "_deleted")
-                marked, written = _lockstep_marked(tables, changes, spans, thresholds)
+                marked, release, written = _lockstep_marked(tables, changes, spans, thresholds)
                 rows = (marked.where(F.col("_kind") == "storm").select(*REBALANCE_STORMS.column_names)
                         .withColumn("_deleted", F.lit(False)).unionByName(changes.where(F.col("_deleted"))))
-                tables.upsert(REBALANCE_STORMS, rows, delete_flag="_deleted")
-                marked.unpersist()
+                try:
+                    tables.upsert(REBALANCE_STORMS, rows, delete_flag="_deleted")
+                finally:
+                    release()
         merge_state(tables, out.where(F.col("_kind") == "state").select(
             *GROUP_KEY, F.col("_state").alias(STATE_COLUMN)), [STATE_COLUMN], run_id, pending)
         return StormsResult(groups, written, sum(r["deleted"] or 0 for r in kinds if r["_kind"] == "row"),

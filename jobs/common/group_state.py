@@ -8,12 +8,13 @@ columns to a `StateWrites`, which writes them all with one MERGE (one commit) at
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.common.delta_io import Tables, cluster_partitions
+from jobs.common.kept import kept
 from jobs.common.per_group import GROUP_KEY
 from schemas.state import GROUP_STATE
 
@@ -40,19 +41,21 @@ def merge_state(tables: Tables, rows: DataFrame, columns: Sequence[str], run_id:
 class StateWrites:
     """The group_state columns that the steps of one stage compute, written by one MERGE at the stage's end:
     one commit and one scan of the touched groups' state files instead of one per step (each MERGE costs
-    its Spark jobs whatever its size: ~1.5 s apiece on a small night). Each step's rows are persisted and
-    filled when handed over, so the step can let go of the fold output they came from."""
+    its Spark jobs whatever its size: ~1.5 s apiece on a small night). Each step's rows are computed and
+    kept (jobs.common.kept) when handed over, so the step can let go of the fold output they came from; kept
+    as rows, not as a cached plan that reads group_state, which the MERGE would have planned again."""
 
     def __init__(self) -> None:
         self._parts: list[tuple[DataFrame, tuple[str, ...]]] = []
+        self._releases: list[Callable[[], None]] = []
 
     def add(self, rows: DataFrame, columns: Sequence[str]) -> None:
         owned = {c for _, cols in self._parts for c in cols}
         if owned & set(columns):
             raise ValueError(f"group_state columns {sorted(owned & set(columns))} handed over twice in one stage")
-        kept = rows.select(*GROUP_KEY, *columns).persist()
-        kept.count()
-        self._parts.append((kept, tuple(columns)))
+        held, release = kept(rows.select(*GROUP_KEY, *columns))
+        self._parts.append((held, tuple(columns)))
+        self._releases.append(release)
 
     def merge(self, tables: Tables, run_id: str) -> None:
         """Write every handed-over column with one MERGE, then let go of the kept rows."""
@@ -63,8 +66,9 @@ class StateWrites:
             self.release()
 
     def release(self) -> None:
-        for kept, _ in self._parts:
-            kept.unpersist()
+        for release in self._releases:
+            release()
+        self._releases.clear()
         self._parts.clear()
 
 

@@ -102,6 +102,12 @@ def spark_conf(spark: SparkConfig, *, for_shell: bool = False) -> dict[str, str]
         "spark.ui.showConsoleProgress": "true" if spark.show_progress else "false",
         # Delta: no surprise schema changes.
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
+        # Delta 4.0 also lists a small table's files in each commit's checksum (.crc) file, and when the
+        # previous checksum lacks them (a table's creation, its first write) lists the previous snapshot's
+        # files with a Spark job to do so. Nothing in Delta 4.0 reads that list back (only its verification
+        # modes do), so each such commit paid a state reconstruction for nothing: 6.7 % of the driver JVM's
+        # CPU in a sample night into a new warehouse (benchmarks/driver_profile.py's recording).
+        "spark.databricks.delta.allFilesInCrc.enabled": "false",
         # Spark's Kafka source lists partitions with the AdminClient by default, which leaves internal
         # topics out, so `__consumer_offsets` would have no partitions; the consumer-based offset reader
         # assigns them as asked.

@@ -3,6 +3,7 @@ events, through the per-group fold, then written (rows MERGEd, states into group
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -11,6 +12,7 @@ from pyspark.sql import types as T
 
 from jobs.common.delta_io import Tables
 from jobs.common.group_state import StateWrites, merge_state
+from jobs.common.kept import kept
 from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, per_bucket
 from jobs.history.fold import FOLD_OUTPUT, FOLD_RECORD_COLUMNS, _fold_fn
 from jobs.history.inputs import RunRange, new_attributed_events, new_group_records, new_topic_names
@@ -28,12 +30,13 @@ class GenerationsResult:
     #: group-level rows whose stored record_json did not read back as a record (a layout this code does not
     #: know): left out of the history and counted here; the rows stay in consumer_group_records
     records_unreadable: int
-    #: the generation rows the run inserted or amended (group_generations columns + `_deleted`), persisted:
-    #: the caller unpersists it when the later stages are done with it
+    #: the generation rows the run inserted or amended (group_generations columns + `_deleted`), kept
+    #: (jobs.common.kept): the caller calls `release` when the later stages are done with them
     changed: DataFrame
     #: the run's new member-scoped log lines without a group (e.g. a static member fenced) whose member id no
     #: group's records or lines name: kept group-less in coordinator_events, not in any history
     events_unattributed: int = 0
+    release: Callable[[], None] = lambda: None
 
 
 def run_generations(tables: Tables, run_id: str, run: RunRange, reopen_hours: float,
@@ -83,11 +86,15 @@ def _continue_generations(tables: Tables, run_id: str, run: RunRange, reopen_hou
         F.sum(F.when((F.col("_kind") == "row") & F.col("_deleted"), 1).otherwise(0)).alias("deleted"),
         F.sum(F.coalesce("_late", F.lit(0))).alias("late"),
         F.sum(F.coalesce("_unreadable", F.lit(0))).alias("unreadable")).first()
-    # The changed rows outlive this stage (storms, replay and what-if start from them): held in a cache of
-    # their own, filled before the fold's output is released; the run releases it at its end.
-    rows = out.where(F.col("_kind") == "row").select(*GROUP_GENERATIONS.column_names, "_deleted").persist()
+    # The changed rows outlive this stage (storms, replay and what-if start from them): kept apart from the
+    # fold's output (their plan names group_state, which the run MERGEs later: a cached plan would be
+    # planned again after that MERGE, see jobs.common.kept), before that output is released.
     try:
-        rows.count()
+        rows, release = kept(out.where(F.col("_kind") == "row").select(*GROUP_GENERATIONS.column_names, "_deleted"))
+    except BaseException:
+        out.unpersist()
+        raise
+    try:
         if summary is not None and (summary["written"] or summary["deleted"]):
             tables.upsert(GROUP_GENERATIONS, rows, delete_flag="_deleted")
         if summary is not None and summary["groups"]:
@@ -96,12 +103,13 @@ def _continue_generations(tables: Tables, run_id: str, run: RunRange, reopen_hou
                 F.col("_watermark").alias("generations_watermark")),
                 ["generations", "generations_watermark"], run_id, pending)
     except BaseException:
-        rows.unpersist()
+        release()
         raise
     finally:
         out.unpersist()
+
     def count(name: str) -> int:
         return int(summary[name] or 0) if summary is not None else 0
 
     return GenerationsResult(count("groups"), count("written"), count("deleted"), count("late"), count("unreadable"),
-                             rows, unattributed)
+                             rows, unattributed, release)

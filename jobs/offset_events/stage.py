@@ -10,13 +10,13 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.common.delta_io import Tables
 from jobs.common.group_state import StateWrites, clear_state, merge_state
+from jobs.common.kept import kept
 from jobs.common.per_group import BUCKET, DEFAULT_BUCKETS, GROUP_KEY, _with_bucket
 from jobs.common.progress import log
 from jobs.offset_events.fold import DECIDED, FOLD_INPUT, FOLD_LINES, FOLD_OUTPUT, RECORD, ROW, STATE, fold_fn
@@ -44,34 +44,6 @@ class OffsetEventsResult:
     new_events: int
     state_rows: int
     tail_records: int
-
-
-def _kept(frame: DataFrame) -> tuple[DataFrame, Callable[[], None]]:
-    """`frame` computed now and kept, and how to let it go.
-
-    In local mode as a local checkpoint: later plans start at its rows (a cached frame keeps its whole plan,
-    and the fold's later plans, which reuse several intermediates, would carry every one of them again).
-    Its blocks live in the driver's own block manager, so nothing can lose them. On a cluster an executor
-    can be lost with the blocks of a local checkpoint, which has no lineage to recompute them from: there
-    the frame is cached instead (lost blocks are recomputed) and materialized at once, and the caller gets
-    a frame over the cached rows (a LogicalRDD), not the cached frame: a cached frame keeps its plan, each
-    later plan nested every earlier one, and the driver spent minutes and its heap rendering those plans
-    as text (OutOfMemoryError in QueryExecution.explainString on a standalone cluster, where local runs
-    take 40 s; tests/cluster).
-    """
-    if (frame.sparkSession.sparkContext.master or "").startswith("local"):
-        kept = frame.localCheckpoint(eager=True)
-
-        def release() -> None:
-            # The checkpoint's blocks belong to the RDD under its plan, not to Spark's cache manager.
-            kept._jdf.queryExecution().analyzed().rdd().unpersist(False)
-
-        return kept, release
-    cached = frame.persist(StorageLevel.MEMORY_AND_DISK)
-    cached.count()
-    spark = frame.sparkSession
-    over_cached_rows = DataFrame(spark._jsparkSession.createDataFrame(cached._jdf.rdd(), cached._jdf.schema()), spark)
-    return over_cached_rows, cached.unpersist
 
 
 def run_offset_events(
@@ -146,7 +118,7 @@ def _held_state(tables: Tables, since: Mapping[str, int] | None, inputs: RunInpu
     it go: the fold's input reads it three times (the state rows, the tails, the tombstones' times)."""
     if since is None:   # a rebuild: every group starts from an empty state
         return _empty(tables, GROUP_STATE.schema).select(*GROUP_KEY, "offsets"), lambda: None
-    state, release = _kept(tables.read(GROUP_STATE, version=tables.version(GROUP_STATE))
+    state, release = kept(tables.read(GROUP_STATE, version=tables.version(GROUP_STATE))
                            .where(F.col("cluster").isin(*clusters) & F.col("offsets").isNotNull())
                            .select(*GROUP_KEY, "offsets"))
     decided_tails = (state.where(F.size("offsets.tail") > 0)
@@ -160,7 +132,7 @@ def _held_state(tables: Tables, since: Mapping[str, int] | None, inputs: RunInpu
                         inputs.sweeps).select(*GROUP_KEY)
     touched = (inputs.records.select(*GROUP_KEY).unionByName(inputs.events.select(*GROUP_KEY))
                .unionByName(decided_tails).unionByName(swept).distinct())
-    held, release_held = _kept(state.join(touched, on=GROUP_KEY, how="left_semi"))
+    held, release_held = kept(state.join(touched, on=GROUP_KEY, how="left_semi"))
     release()
     return held, release_held
 
@@ -229,10 +201,10 @@ def _kept_inputs(inputs: RunInputs) -> tuple[RunInputs, Callable[[], None]]:
              "sweeps": inputs.sweeps}
     named = [frame.withColumn("_input", F.lit(name)) for name, frame in parts.items()]
     marked = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), named)
-    kept, release = _kept(marked)
+    rows, release = kept(marked)
 
     def part(name: str) -> DataFrame:
-        return kept.where(F.col("_input") == name).select(*parts[name].columns)
+        return rows.where(F.col("_input") == name).select(*parts[name].columns)
 
     return RunInputs(part("records"), part("updates"), part("events"), part("sweeps")), release
 
@@ -272,7 +244,7 @@ def fold_offset_events(
     folded = (rows.groupBy("cluster", BUCKET)
               .cogroup(lines.groupBy("cluster", BUCKET))
               .applyInArrow(fold_fn(stall_min_commits, stall_min_ms, horizon_ms), schema=FOLD_OUTPUT))
-    out, release_out = _kept(folded)
+    out, release_out = kept(folded)
     release_inputs()
     release_held()
     is_row = F.col("_part") == ROW
