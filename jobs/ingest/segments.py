@@ -8,7 +8,7 @@ Metadata only, on the driver (one row per file); the executors read the segments
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -46,16 +46,32 @@ def list_partition_files(
         fs = root.getFileSystem(hadoop_conf)
         if not fs.exists(root):
             raise FileNotFoundError(f"segment source {source.path} (cluster {source.cluster}) does not exist")
-        files = fs.listFiles(root, True)
-        while files.hasNext():
-            path = files.next().getPath()
+        local = fs.getScheme() == "file"
+        for path in _files_below(fs, root):
             # coordinator_core reads local (or mounted) files: a file: URI becomes a plain path.
-            uri = path.toUri().getPath() if fs.getScheme() == "file" else path.toString()
+            uri = path.toUri().getPath() if local else path.toString()
             for pattern, found in ((segment_pattern, segments), (checkpoint_pattern, checkpoints)):
                 match = pattern.search(uri)
                 if match:
                     found.append((_cluster_of(source, root.toUri().getPath(), uri), int(match.group(1)), uri))
     return sorted(segments), sorted(checkpoints)
+
+
+def _files_below(fs: Any, root: Any) -> Iterator[Any]:
+    """The Hadoop paths of the files below `root`, directory by directory with `listStatus`.
+
+    Not `FileSystem.listFiles(root, recursive)`: its LocatedFileStatus reads each file's permission, owner
+    and group, which Hadoop's local file system without its native library (a pip-installed Spark has
+    none) gets by running `ls -ld` in a new process per file: 5 ms each, 0.55 s of the samples' 121 files,
+    50 s of a broker's log directory of 10,000. A plain FileStatus reads them only if asked.
+    """
+    directories = [root]
+    while directories:
+        for status in fs.listStatus(directories.pop()):
+            if status.isDirectory():
+                directories.append(status.getPath())
+            else:
+                yield status.getPath()
 
 
 def source_bytes(spark: SparkSession, path: str) -> int:
