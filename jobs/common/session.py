@@ -108,6 +108,16 @@ def spark_conf(spark: SparkConfig, *, for_shell: bool = False) -> dict[str, str]
         # modes do), so each such commit paid a state reconstruction for nothing: 6.7 % of the driver JVM's
         # CPU in a sample night into a new warehouse (benchmarks/driver_profile.py's recording).
         "spark.databricks.delta.allFilesInCrc.enabled": "false",
+        # Spark's runtime bloom filters: where one side of a join is a filtered table scan, Spark may first
+        # aggregate that side's join keys into a bloom filter and filter the other side with it. Without a
+        # row count from the scan (Delta gives none) the filter is sized for a million keys: a 1 MB bit
+        # array built by a job of its own, carried as a literal in the plan and so serialized into every
+        # task and read back for every row tested. Our joins pair a table with a night's few touched groups
+        # (broadcast where we know it is small), where it prunes nothing worth that: with it, a warm
+        # night continuing one group spent 8.0 s in the cost stage's MERGE into rebalance_cost (bit arrays
+        # built, serialized and read in executor tasks: 14 % of the driver JVM's samples) against 2.7 s
+        # without, the whole night 23.0 -> 16.3 s, its driver JVM's CPU 24.5 -> 16.6 s (issue 29's notes).
+        "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
         # Spark's Kafka source lists partitions with the AdminClient by default, which leaves internal
         # topics out, so `__consumer_offsets` would have no partitions; the consumer-based offset reader
         # assigns them as asked.
