@@ -4,10 +4,15 @@ and the driver's actions (`count`, `collect`, ... with the line that asked) per 
     .venv/bin/python -m benchmarks.run_overhead                   # conf/local.toml into a fresh warehouse
     .venv/bin/python -m benchmarks.run_overhead --conf conf/x.toml --again 2
     .venv/bin/python -m benchmarks.run_overhead --fresh 2 --again 0    # a second first run, JVM warm
+    .venv/bin/python -m benchmarks.run_overhead --fresh 2 --again 0 --touch 1   # ... then a night with one line
 
 The nightly job runs in this process (`jobs.nightly.run_nightly`, the very stages of `python -m
 jobs.nightly`) on the configuration's inputs, with its tables, Spark warehouse, metastore and report moved
-to a fresh temporary directory. Then `--again` runs follow with nothing new (the fixed cost of a quiet night).
+to a fresh temporary directory. Then `--again` runs follow with nothing new (the fixed cost of a quiet night),
+and `--touch` runs that each find one more line in a client log (`--touch-log`; the inputs' log files are then
+read from copies in the work directory): a log file's last line waits for the next one, so the first such run
+reads it, and on the samples its group's history, storms and cost are continued, as most real nights continue
+a few groups.
 Printed: the session's start, then per run and stage the seconds (the run's own timers), the Spark jobs and
 SQL executions it started, the Delta commits it made per operation (read from the tables' commit files) and
 the driver-side actions and writes (MERGEs, saves) with their call sites in jobs/ and the seconds the driver
@@ -33,6 +38,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+#: The samples' client log that `--touch` runs grow: it ends with a consumer's "Request joining group" line.
+TOUCHED_LOG = "java-static-members-a.log"
 
 #: DataFrame methods that run a Spark job and bring its answer to the driver.
 ACTIONS = ("count", "collect", "first", "take", "head", "isEmpty", "toPandas", "toArrow", "toLocalIterator")
@@ -213,6 +221,38 @@ def _print_run(label: str, seconds: float, figures: list[dict[str, Any]], verbos
                 print(f"    action  {n:>3} x {what}  ({seconds.get(what, 0.0):.2f} s)")
 
 
+def _logs_copied(config: Any, into: Path, touched_name: str) -> tuple[Any, Path]:
+    """The configuration with each log source's files copied under `into` (one directory per source, the same
+    file names) and read from there; and the copy of the client log named `touched_name` (of the first client
+    source that has one), which `--touch` runs append to."""
+    import glob
+    import shutil
+
+    sources = []
+    touched = None
+    for i, source in enumerate(config.sources.logs):
+        directory = into / str(i)
+        directory.mkdir(parents=True)
+        for pattern in source.paths:
+            for path in sorted(glob.glob(pattern)):
+                shutil.copy2(path, directory / Path(path).name)
+        sources.append(dataclasses.replace(source, paths=tuple(str(directory / Path(p).name) for p in source.paths)))
+        if touched is None and source.broker_id == -1 and (directory / touched_name).is_file():
+            touched = directory / touched_name
+    if touched is None:
+        raise SystemExit(f"--touch-log {touched_name}: no client log of that name in the configuration's log sources")
+    return dataclasses.replace(config, sources=dataclasses.replace(config.sources, logs=tuple(sources))), touched
+
+
+def _append_line(path: Path) -> None:
+    """One log4j line that no coordinator logic reads, stamped now."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    with open(path, "a") as log:
+        log.write(f"[{now}] INFO a line appended by benchmarks.run_overhead (org.example.Unrelated)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conf", default=str(ROOT / "conf" / "local.toml"))
@@ -220,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", type=int, default=1,
                         help="first runs, each into a fresh warehouse of its own in the same session (default 1); "
                              "the second and later show the cost with the JVM warm, as a test process pays it")
+    parser.add_argument("--touch", type=int, default=0,
+                        help="runs after those, each with one line appended to a client log (default 0)")
+    parser.add_argument("--touch-log", default=TOUCHED_LOG,
+                        help=f"the client log file --touch appends to (default {TOUCHED_LOG}: its last line, a "
+                             "static member's rejoin request, is then read and amends its group's generation)")
     parser.add_argument("--workdir", default=None, help="where the fresh warehouse goes (default: a temp dir)")
     parser.add_argument("--quiet", action="store_true", help="no per-site lines of commits and actions")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -240,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
                                   metastore_dir=str(workdir / "metastore_db") if config.spark.metastore_dir else ""),
         report=dataclasses.replace(config.report, path=str(workdir / "report" / "rebalance-audit.html")),
     )
+    touched_log = None
+    if args.touch:
+        config, touched_log = _logs_copied(config, workdir / "logs", args.touch_log)
     overrides = dict(item.split("=", 1) for item in args.set)
     if overrides:
         config = dataclasses.replace(config, spark=dataclasses.replace(
@@ -262,8 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     plan = [(fresh(n), f"fresh run {n + 1}" if args.fresh > 1 else "first run (fresh warehouse)")
             for n in range(args.fresh)]
     plan += [(plan[-1][0], f"run {n + 1} (nothing new)") for n in range(args.fresh, args.fresh + args.again)]
+    plan += [(plan[-1][0], f"run {n + 1} (one more client log line)")
+             for n in range(args.fresh + args.again, args.fresh + args.again + args.touch)]
     with counting_actions(counters):
         for run_config, label in plan:
+            if "client log line" in label and touched_log is not None:
+                _append_line(touched_log)
             figures: list[dict[str, Any]] = []
             stages = _instrumented(STAGES, spark, counters, Path(run_config.tables.location), figures)
             counters.stage = "setup"
