@@ -200,6 +200,17 @@ class CostMember:
 
 
 @dataclass(frozen=True, slots=True)
+class Handover:
+    """KIP-848: when the records asked the old owner to revoke a partition, saw it released, and gave it to the
+    new owner (``PartitionHandover`` of coordinator_core.history)."""
+
+    from_member: str
+    requested_at: datetime | None
+    released_at: datetime | None
+    assigned_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
 class CostGeneration:
     """What the cost reads of a generation row (``GenerationRow`` or a group_generations row)."""
 
@@ -216,6 +227,8 @@ class CostGeneration:
     ended_at: datetime | None
     #: (old member id, new member id, group instance id, at) of static members replaced without a rebalance
     static_replacements: tuple[tuple[str, str, str | None, datetime | None], ...]
+    #: KIP-848: (partition, new owner) -> its hand-over records' times (see ``Handover``)
+    handovers: Mapping[tuple[Partition, str], Handover] = dataclasses.field(default_factory=dict)
 
     @property
     def order_time(self) -> datetime | None:
@@ -265,13 +278,16 @@ def cost_generation(row: Any) -> CostGeneration:
         for c in (_get(row, "member_id_changes") or ())
         if _get(c, "kind") == STATIC_RESTART and _get(c, "since_generation") == generation)
     offset = _get(row, "record_offset")
+    handovers = {(_partition(h), str(_get(h, "to_member"))): Handover(
+        str(_get(h, "from_member")), _naive(_get(h, "revocation_requested_at")), _naive(_get(h, "released_at")),
+        _naive(_get(h, "assigned_at"))) for h in (_get(row, "partition_handovers") or ())}
     return CostGeneration(
         group_id=str(_get(row, "group_id")), group_protocol=str(_get(row, "group_protocol")), generation=generation,
         record_offset=None if offset is None else int(offset), outcome=str(_get(row, "outcome")),
         protocol=_get(row, "protocol"), members=tuple(members),
         started_at=_naive(_get(row, "rebalance_started_at")), stabilized_at=_naive(_get(row, "stabilized_at")),
         stored_at=_naive(_get(row, "assignment_stored_at")), ended_at=_naive(_get(row, "ended_at")),
-        static_replacements=replacements)
+        static_replacements=replacements, handovers=handovers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,10 +304,14 @@ class ClientLine:
 
 @dataclass(frozen=True, slots=True)
 class SyncLine:
+    """A member's "Successfully synced group in generation N" line (`synced`), or its "Successfully joined"
+    line (not `synced`: it marks the generation's start in the member's log, but is no clock reference)."""
+
     at: datetime
     stream: str
     member_id: str
     generation: int
+    synced: bool = True
 
 
 def parse_partitions(text: str | None) -> frozenset[Partition]:
@@ -323,8 +343,9 @@ def client_lines(events: Iterable[Any]) -> tuple[list[ClientLine], list[SyncLine
         assert at is not None
         if kind in (*IDENTITY_EVENT_TYPES, ev.CLIENT_RECONCILING) and _get(e, "member_id"):
             member[stream] = str(_get(e, "member_id"))
-            if kind == ev.CLIENT_SYNCED and _get(e, "generation") is not None:
-                syncs.append(SyncLine(at, stream, member[stream], int(_get(e, "generation"))))
+            if kind in (ev.CLIENT_SYNCED, ev.CLIENT_JOINED) and _get(e, "generation") is not None:
+                syncs.append(SyncLine(at, stream, member[stream], int(_get(e, "generation")),
+                                      kind == ev.CLIENT_SYNCED))
         if kind in PAUSE_EVENT_TYPES:
             parts = parse_partitions(_get(e, "partitions"))
             if parts:
@@ -390,13 +411,15 @@ def _spacing(commits: Sequence[Commit], before: datetime | None, lookback: timed
 
 
 def _line_for(lines: Sequence[ClientLine], member: str | None, partition: Partition, kinds: tuple[str, ...],
-              low: datetime | None, high: datetime | None, tolerance: timedelta, last: bool) -> ClientLine | None:
-    """The member's line of one of `kinds` naming the partition, within the bounds (widened by `tolerance`):
-    the last such line (a stop) or the first (a resume)."""
+              low: datetime | None, high: datetime | None, tolerance: timedelta, last: bool,
+              not_after: datetime | None = None) -> ClientLine | None:
+    """The member's line of one of `kinds` naming the partition, within the bounds (widened by `tolerance`)
+    and no later than `not_after`: the last such line (a stop) or the first (a resume)."""
     if member is None:
         return None
     found = [x for x in lines if x.member_id == member and x.event_type in kinds and partition in x.partitions
-             and (low is None or x.at >= low - tolerance) and (high is None or x.at <= high + tolerance)]
+             and (low is None or x.at >= low - tolerance) and (high is None or x.at <= high + tolerance)
+             and (not_after is None or x.at <= not_after)]
     if not found:
         return None
     return found[-1] if last else found[0]
@@ -503,6 +526,9 @@ class _Context:
     settings: CostSettings
     #: the commits the current generation may read: [its completion - horizons, next start or resume horizon]
     window: tuple[datetime, datetime] | None = None
+    #: (member id, classic generation) -> the member's first line of that generation (joined or synced), on
+    #: the broker's clock: its assign line for the generation comes after it
+    joined: Mapping[tuple[str, int], datetime] = dataclasses.field(default_factory=dict)
 
     def commits_of(self, p: Partition) -> Sequence[Commit]:
         commits = self.commits.get(p, ())
@@ -533,7 +559,7 @@ def _departed_stop(stop: _End, commits: Sequence[Commit]) -> None:
 
 def _classic_pause(ctx: _Context, p: Partition, from_member: str | None, to_member: str | None,
                    stop: _End, resume: _End | None, via: int | None, departed: bool = False,
-                   reconciled: bool = False) -> PartitionPause:
+                   reconciled: bool = False, generation: int | None = None) -> PartitionPause:
     """One partition's pause: the new owner's line first (it ends the pause), then the old owner's last
     revocation before it (a later one belongs to a later pause), then what the commits add.
 
@@ -543,19 +569,29 @@ def _classic_pause(ctx: _Context, p: Partition, from_member: str | None, to_memb
     commits = ctx.commits_of(p)
     resumed = None
     if resume is not None:
-        resumed = _line_for(ctx.lines, to_member, p, RESUME_EVENT_TYPES, resume.low, None, tol, last=False)
+        # After the new owner joined the generation, where its log says so: with rebalances a couple of
+        # seconds apart, the tolerance alone would reach back to its assign line of the generation before.
+        joined = ctx.joined.get((to_member, generation)) if to_member is not None and generation is not None \
+            else None
+        low = resume.low if joined is None or resume.low is None else max(joined, resume.low - tol)
+        resumed = _line_for(ctx.lines, to_member, p, RESUME_EVENT_TYPES, low, None,
+                            tol if joined is None else timedelta(0), last=False)
         if resumed is not None:
             resume.take(resumed.at, SOURCE_CLIENT)
     limit = stop.high if stop.high is not None or resumed is None else resumed.at
+    # The last revocation before the resume: a member that revokes again soon after (it closes, or the next
+    # rebalance starts) logs a later line within the tolerance, which belongs to the next pause.
     line = _line_for(ctx.lines, from_member, p, (ev.CLIENT_PARTITIONS_REVOKED, ev.CLIENT_PARTITIONS_LOST),
-                     stop.low, limit, tol, last=True)
-    if line is not None and (resumed is None or line.at <= resumed.at):
+                     stop.low, limit, tol, last=True, not_after=None if resumed is None else resumed.at)
+    if line is not None:
         stop.take(line.at, SOURCE_CLIENT)
     elif departed:
         _departed_stop(stop, commits)
-    elif not reconciled:
+    elif not reconciled or stop.high is not None:
         _from_commits_stop(stop, commits)
-    if resume is not None and (not reconciled or stop.source == SOURCE_CLIENT):
+    # KIP-848: once the old owner is known to have let go (its revocation line, or the record of its release),
+    # the partition's later commits are the new owner's.
+    if resume is not None and (not reconciled or stop.source == SOURCE_CLIENT or stop.high is not None):
         if reconciled and stop.point is not None and (resume.low is None or resume.low < stop.point):
             resume.low = stop.point  # the new owner cannot have started before the old one let go
         spacing = _spacing(commits, stop.point or stop.high, ctx.settings.rate_lookback)
@@ -571,11 +607,24 @@ def _consumer_change(ctx: _Context, g: CostGeneration, old: dict[Partition, str]
                      ) -> tuple[list[PartitionPause], int]:
     """KIP-848: the epoch's target is stored first and members reconcile after, each at its own pace (the
     new owner waits until the old one has revoked), so a moved partition stops and resumes after the epoch's
-    record, with no upper bound the generation row gives (the members' assignment records would; not read
-    yet): the old owner's revoke line and the new owner's reconciliation line give the points."""
+    record. The members' assignment records bound each end: the old owner stopped after it was asked to
+    revoke and by the record of its release; the new owner resumed after the record that gave it the
+    partition. The old owner's revoke line and the new owner's reconciliation line give the points."""
     low = g.started_at or g.stored_at
-    pauses = [_classic_pause(ctx, p, owner, new[p], _End(low, None), _End(low, None), None, reconciled=True)
-              for p, owner in sorted(old.items()) if p in new and new[p] != owner]
+    pauses = []
+    for p, owner in sorted(old.items()):
+        if p not in new or new[p] == owner:
+            continue
+        h = g.handovers.get((p, new[p]))
+        if h is not None and h.from_member == owner:
+            # Without the revocation request (a member that left: it let go before its record was deleted, which
+            # precedes the epoch's start) the stop has no low bound but its last commit.
+            stop = _End(h.requested_at, h.released_at) if h.requested_at is not None or h.released_at is not None \
+                else _End(low, None)
+            resume = _End(h.assigned_at or low, None)
+        else:  # an archive that starts mid-move, or a table row written before the hand-overs were kept
+            stop, resume = _End(low, None), _End(low, None)
+        pauses.append(_classic_pause(ctx, p, owner, new[p], stop, resume, None, reconciled=True))
     return pauses, sum(1 for p, owner in old.items() if new.get(p) == owner)
 
 
@@ -602,10 +651,11 @@ def _cooperative_change(ctx: _Context, g: CostGeneration, before: CostGeneration
             owner, first_round = pending.pop(p)
             # Revoked after the first round's sync, by the second round's join end at the latest.
             stop = _End(first_round.stored_at or first_round.stabilized_at, g.stabilized_at or g.stored_at)
-            pauses.append(_classic_pause(ctx, p, owner, to, stop, _copy(resume_bounds), first_round.generation))
+            pauses.append(_classic_pause(ctx, p, owner, to, stop, _copy(resume_bounds), first_round.generation,
+                                         generation=g.generation))
         elif p in old and old[p] != to:
             pauses.append(_classic_pause(ctx, p, old[p], to, _copy(stop_bounds), _copy(resume_bounds), None,
-                                         departed=old[p] not in members_now))
+                                         departed=old[p] not in members_now, generation=g.generation))
         pending.pop(p, None)
     for p in [p for p, (owner, _) in pending.items() if p not in new and owner not in members_now]:
         pending.pop(p)  # its owner left before anyone took it over
@@ -628,7 +678,8 @@ def _generation_change(ctx: _Context, g: CostGeneration, before: CostGeneration 
     # (the group stopped consuming them), did not pause.
     members_now = set(new.values())
     return [_classic_pause(ctx, p, old[p], new[p], _copy(stop_bounds), _copy(resume_bounds), None,
-                           departed=old[p] not in members_now) for p in sorted(old) if p in new], 0
+                           departed=old[p] not in members_now, generation=g.generation)
+            for p in sorted(old) if p in new], 0
 
 
 def _static_restart(ctx: _Context, g: CostGeneration, old_id: str, new_id: str, at: datetime | None
@@ -640,8 +691,8 @@ def _static_restart(ctx: _Context, g: CostGeneration, old_id: str, new_id: str, 
     if member is None or at is None:
         return []
     low = at - timedelta(milliseconds=member.session_timeout_ms) if member.session_timeout_ms else None
-    return [_classic_pause(ctx, p, old_id, new_id, _End(low, at), _End(at, None, at, SOURCE_RECORD), None)
-            for p in sorted(member.assigned)]
+    return [_classic_pause(ctx, p, old_id, new_id, _End(low, at), _End(at, None, at, SOURCE_RECORD), None,
+                           generation=g.generation) for p in sorted(member.assigned)]
 
 
 def _union_ms(intervals: Iterable[tuple[datetime, datetime]]) -> int:
@@ -708,21 +759,41 @@ def _clock_offsets(syncs: Sequence[SyncLine], generations: Sequence[CostGenerati
     classic = {g.generation: g for g in generations if g.group_protocol != CONSUMER}
     by_stream: dict[str, list[float]] = {}
     for s in syncs:
+        if not s.synced:
+            continue
         stored = classic[s.generation].synced_at(s.member_id) if s.generation in classic else None
         if stored is not None:
             by_stream.setdefault(s.stream, []).append((s.at - stored).total_seconds())
     return {stream: timedelta(seconds=statistics.median(values)) for stream, values in by_stream.items()}
 
 
+def _off(offset: timedelta, settings: CostSettings) -> bool:
+    """A stream whose sync line precedes the stored assignment, or follows it by too much, has a clock off."""
+    return offset < timedelta(0) or offset > settings.skew_threshold
+
+
 def _shifted(lines: list[ClientLine], syncs: Sequence[SyncLine], offsets: Mapping[str, timedelta],
              settings: CostSettings) -> tuple[list[ClientLine], dict[str, int]]:
     """Lines of streams whose clock is off (synced before the broker stored the assignment, or too long
     after) moved onto the broker's clock; every measured offset by member id, for the rows."""
-    moved = {s for s, o in offsets.items() if o < timedelta(0) or o > settings.skew_threshold}
+    moved = {s for s, o in offsets.items() if _off(o, settings)}
     out = [dataclasses.replace(x, at=x.at - offsets[x.stream]) if x.stream in moved else x
            for x in lines] if moved else lines
     by_member = {s.member_id: round(offsets[s.stream].total_seconds() * 1000) for s in syncs if s.stream in offsets}
     return out, by_member
+
+
+def _joined(syncs: Sequence[SyncLine], offsets: Mapping[str, timedelta], settings: CostSettings
+            ) -> dict[tuple[str, int], datetime]:
+    """(member id, generation) -> its first joined/synced line, moved as `_shifted` moves its stream's lines."""
+    out: dict[tuple[str, int], datetime] = {}
+    for s in syncs:
+        o = offsets.get(s.stream)
+        at = s.at - o if o is not None and _off(o, settings) else s.at
+        key = (s.member_id, s.generation)
+        if key not in out or at < out[key]:
+            out[key] = at
+    return out
 
 
 def rebalance_costs(generations: Iterable[Any], events: Iterable[Any] = (),
@@ -754,7 +825,9 @@ def rebalance_costs(generations: Iterable[Any], events: Iterable[Any] = (),
         local = [x for x in (before, g) if x is not None]
         numbers = {x.generation for x in local}
         mine = [s for s in syncs if s.generation in numbers]
-        ctx.lines, offsets_ms = _shifted(lines, mine, _clock_offsets(mine, local, settings), settings)
+        offsets = _clock_offsets(mine, local, settings)
+        ctx.lines, offsets_ms = _shifted(lines, mine, offsets, settings)
+        ctx.joined = _joined(mine, offsets, settings)
         pauses, kept = _generation_change(ctx, g, before, pending)
         give = wanted is None or g.generation in wanted
         members = {p.from_member for p in pauses} | {p.to_member for p in pauses}

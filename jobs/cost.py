@@ -96,7 +96,7 @@ def _generations(tables: Tables, touched: DataFrame, bounds: dict[str, dt.dateti
                  ) -> DataFrame:
     """The touched groups' generation rows in force at their `lo` or later, and those that ended within
     `context` before it (a cooperative second round needs the owners before its first round; members and
-    changes as JSON: deeply nested structs do not cross into pandas reliably)."""
+    changes and KIP-848 hand-overs as JSON: deeply nested structs do not cross into pandas reliably)."""
     in_time = F.lit(False)
     for cluster, lo in bounds.items():
         in_time = in_time | ((F.col("cluster") == cluster)
@@ -107,7 +107,8 @@ def _generations(tables: Tables, touched: DataFrame, bounds: dict[str, dt.dateti
     return rows.where(ended.isNull() | (ended >= F.col("lo") - back)).select(
         *GROUP_KEY, "group_protocol", "generation", "record_offset", "outcome", "protocol", "rebalance_started_at",
         "stabilized_at", "assignment_stored_at", "ended_at", F.to_json("members").alias("members"),
-        F.to_json("member_id_changes").alias("member_id_changes"), "lo")
+        F.to_json("member_id_changes").alias("member_id_changes"),
+        F.to_json("partition_handovers").alias("partition_handovers"), "lo")
 
 
 def _facts(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], line_lookback: dt.timedelta,
@@ -153,6 +154,10 @@ def _cost_fn(settings: CostSettings) -> Callable[[pd.DataFrame, pd.DataFrame], G
             r["member_id_changes"] = json.loads(r["member_id_changes"]) if r["member_id_changes"] else []
             for change in r["member_id_changes"]:  # JSON text times back to datetimes
                 change["at"] = dt.datetime.fromisoformat(change["at"]) if change.get("at") else None
+            r["partition_handovers"] = json.loads(r["partition_handovers"]) if r["partition_handovers"] else []
+            for h in r["partition_handovers"]:
+                for name in ("revocation_requested_at", "released_at", "assigned_at"):
+                    h[name] = dt.datetime.fromisoformat(h[name]) if h.get(name) else None
         known = plain_records(facts)
         lines = [f for f in known if f["kind"] == "line"]
         commits = commits_by_partition({"topic": f["topic"], "partition": f["partition"], "at": f["timestamp"],

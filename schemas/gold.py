@@ -99,6 +99,10 @@ GROUP_GENERATIONS = TableSpec(
         "coordinator_loads": "Coordinator loads of the group while this generation was in force (a failover to "
                              "another broker, or a restart): broker, time, partition. No rebalance of their own; "
                              "null in rows written before the column existed.",
+        "partition_handovers": "KIP-848: each partition the epoch moved from one member to another, with the times "
+                               "of the records that asked the old owner to revoke it, saw it released and gave "
+                               "it to the new owner (bounds of its pause). Null in rows written before the "
+                               "column existed (a --rebuild fills them).",
     })]),
 )
 

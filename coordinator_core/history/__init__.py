@@ -39,6 +39,7 @@ from coordinator_core.history.model import (
     MemberIdChange,
     OffsetEventRow,
     Partition,
+    PartitionHandover,
     PartitionMove,
     schema_ddl,
     schema_fields,
@@ -52,6 +53,7 @@ __all__ = [
     "NEVER_COMPLETED", "NON_MEMBER_COMMIT", "REWIND", "STABLE", "STALLED", "STATIC_RESTART", "UNKNOWN_CAUSE",
     "CoordinatorLoad", "Evidence", "GenerationMember", "GenerationRow", "GroupRecord", "MemberIdChange",
     "OffsetEventRow",
-    "Partition", "PartitionMove", "StoredGroupMetadata", "group_history", "group_record_from_row", "offset_history",
+    "Partition", "PartitionHandover", "PartitionMove", "StoredGroupMetadata", "group_history",
+    "group_record_from_row", "offset_history",
     "schema_ddl", "schema_fields", "stored_member", "to_dict",
 ]

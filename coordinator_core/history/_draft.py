@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
 
 from coordinator_core.history.model import Evidence, GenerationMember, MemberIdChange
@@ -47,6 +47,17 @@ class Draft:
     numbered_events: list[CoordinatorEvent] = field(default_factory=list)
     #: KIP-848: partitions a member had to revoke during the epoch, and who got them afterwards.
     revoked_then_assigned: list[tuple[str, int, str, str]] = field(default_factory=list)
+    #: KIP-848: the same moves with their record times (topic, partition, from, to, revocation requested,
+    #: released, assigned): see PartitionHandover.
+    handovers: list[tuple[str, int, str, str, datetime | None, datetime | None, datetime | None]] = field(
+        default_factory=list)
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """A draft pickled (in a carried group state) before a field existed gets the field's default."""
+        for f in fields(self):
+            if f.name not in state:
+                state[f.name] = f.default_factory() if f.default_factory is not MISSING else f.default
+        self.__dict__.update(state)
 
     @property
     def settled_at(self) -> datetime | None:

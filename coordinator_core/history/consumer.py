@@ -18,6 +18,7 @@ Partitions in these records are topic ids; a type-4 record (written up to 4.0) o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from coordinator_core.history._draft import Draft
 from coordinator_core.history.inputs import GroupRecord, record_time
@@ -64,10 +65,24 @@ class ConsumerGroupReader:
         self.target: dict[str, tuple[TopicIdPartitions, ...]] = {}
         self.current: dict[str, ConsumerGroupCurrentMemberAssignmentValue] = {}
         self.revoking: dict[tuple[str | None, int], str] = {}
+        #: per partition pending revocation: when its owner's record first had it pending, and when the owner's
+        #: record no longer had it (released)
+        self.revoking_since: dict[tuple[str | None, int], datetime] = {}
+        self.released: dict[tuple[str | None, int], datetime] = {}
+        #: partitions of a member whose assignment record was deleted (it left, or was fenced or timed out):
+        #: its id and the deletion's time, until another member is given them
+        self.left_behind: dict[tuple[str | None, int], tuple[str, datetime]] = {}
         self.drafts: list[Draft] = []
         self.draft: Draft | None = None
         self.pending_causes: list[tuple[str, str | None]] = []
         self.pending_evidence: list[Evidence] = []
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """A reader pickled (in a carried group state) before the hand-over times were kept starts them empty."""
+        state.setdefault("revoking_since", {})
+        state.setdefault("released", {})
+        state.setdefault("left_behind", {})
+        self.__dict__.update(state)
 
     # -- reading ---------------------------------------------------------------------------------------
     def feed(self, record: GroupRecord) -> None:  # noqa: C901 - one branch per KIP-848 record type
@@ -160,28 +175,60 @@ class ConsumerGroupReader:
     def _current_assignment(self, record: GroupRecord) -> None:
         rec = record.record
         member_id = rec.key.member_id
+        at = record_time(record)
         if rec.value is None:
             self._end_epoch()
-            self.current.pop(member_id, None)
+            gone = self.current.pop(member_id, None)
+            if gone is not None and at is not None:
+                for e in gone.assigned_partitions:
+                    for p in e.partitions:
+                        self.left_behind[(e.topic_id, p)] = (member_id, at)
             return
         value: ConsumerGroupCurrentMemberAssignmentValue = rec.value
-        for entry in value.partitions_pending_revocation:
-            for p in entry.partitions:
-                self.revoking[(entry.topic_id, p)] = member_id
+        self._track_revocations(member_id, value, at)
         for entry in value.assigned_partitions:
             for p in entry.partitions:
-                previous_owner = self.revoking.get((entry.topic_id, p))
-                if previous_owner is not None and previous_owner != member_id:
-                    del self.revoking[(entry.topic_id, p)]
-                    if self.draft is not None:
-                        self.draft.revoked_then_assigned.append(
-                            (entry.topic_id or "", p, previous_owner, member_id))
+                self._maybe_handed_over(entry.topic_id, p, member_id, at)
         self.current[member_id] = value
         draft = self.draft
         if draft is not None and draft.stabilized_at is None and all(
                 (c := self.current.get(m)) is not None and c.member_epoch == draft.generation
                 and c.state == _STABLE_STATE for m in self._member_ids()):
             draft.stabilized_at = record_time(record)
+
+    def _track_revocations(self, member_id: str, value: ConsumerGroupCurrentMemberAssignmentValue,
+                           at: datetime | None) -> None:
+        """Partitions the member's record has pending revocation (since when), and those it no longer holds
+        after having had them pending (released: it acknowledged the revocation)."""
+        pending = {(e.topic_id, p) for e in value.partitions_pending_revocation for p in e.partitions}
+        owned = {(e.topic_id, p) for e in value.assigned_partitions for p in e.partitions}
+        for key in sorted(pending, key=str):
+            if self.revoking.get(key) != member_id:
+                self.revoking[key] = member_id
+                self.revoking_since.pop(key, None)
+                self.released.pop(key, None)
+            if at is not None:
+                self.revoking_since.setdefault(key, at)
+        for key, owner in self.revoking.items():
+            if owner == member_id and key not in pending and key not in owned and at is not None:
+                self.released.setdefault(key, at)
+
+    def _maybe_handed_over(self, topic_id: str | None, p: int, member_id: str, at: datetime | None) -> None:
+        """A partition the member's record holds: if another member had it pending revocation, or left it
+        behind, the coordinator handed it over (a KIP-848 move)."""
+        key = (topic_id, p)
+        leaver = self.left_behind.pop(key, None)
+        if leaver is not None and leaver[0] != member_id and self.draft is not None:
+            # stopped by the deletion of its owner's record at the latest; nothing asked it to revoke
+            self.draft.handovers.append((topic_id or "", p, leaver[0], member_id, None, leaver[1], at))
+        previous_owner = self.revoking.get(key)
+        if previous_owner is None or previous_owner == member_id:
+            return
+        del self.revoking[key]
+        requested, released = self.revoking_since.pop(key, None), self.released.pop(key, None)
+        if self.draft is not None:
+            self.draft.revoked_then_assigned.append((topic_id or "", p, previous_owner, member_id))
+            self.draft.handovers.append((topic_id or "", p, previous_owner, member_id, requested, released, at))
 
     def _member_ids(self) -> list[str]:
         """Members known by their metadata record or by their current assignment (a member whose
@@ -232,6 +279,8 @@ class ConsumerGroupReader:
         draft.protocol = assignors.pop() if len(assignors) == 1 else draft.protocol
         draft.partition_names_resolved = self._resolved()
         draft.revoked_then_assigned = [(self.topic(t), p, a, b) for t, p, a, b in draft.revoked_then_assigned]
+        draft.handovers = [(self.topic(t), p, a, b, requested, released, assigned)
+                           for t, p, a, b, requested, released, assigned in draft.handovers]
         self.drafts.append(draft)
         self.draft = None
 

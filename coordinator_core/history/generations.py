@@ -64,6 +64,7 @@ from coordinator_core.history.model import (
     GenerationMember,
     GenerationRow,
     MemberIdChange,
+    PartitionHandover,
     PartitionMove,
 )
 from coordinator_core.history.state import MAX_REMEMBERED_CHANGES, GenerationState, RowKey, RowsContext
@@ -622,6 +623,7 @@ def _rows(group_id: str, drafts: list[Draft], events: Sequence[CoordinatorEvent]
             record_offset=d.first_offset,
             record_count=d.record_count,
             coordinator_loads=_loads_in_force(d, loads),
+            partition_handovers=tuple(PartitionHandover(*h) for h in d.handovers),
         ))
         reported.extend((c.old_member_id, c.new_member_id) for c in changes)
         if d.members is not None and d.outcome not in (NEVER_COMPLETED, MISSING):

@@ -172,6 +172,25 @@ class CoordinatorLoad:
     line_number: int | None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PartitionHandover:
+    """KIP-848: a partition the coordinator moved from one member to another, with the times of the
+    ``ConsumerGroupCurrentMemberAssignment`` records that moved it. ``revocation_requested_at``: the old owner's
+    record first had it pending revocation (the member learns in its next heartbeat response);
+    ``released_at``: the old owner's next record without it (written when the member acknowledged, after its
+    revocation callback: it had stopped by then); ``assigned_at``: the new owner's record with it (written
+    before the heartbeat response that gives it: the member resumes after it). None where the record was not
+    read (an archive that starts mid-move)."""
+
+    topic: str
+    partition: int
+    from_member: str
+    to_member: str
+    revocation_requested_at: datetime | None
+    released_at: datetime | None
+    assigned_at: datetime | None
+
+
 # ---------------------------------------------------------------------------------------------------
 # Rows
 
@@ -240,6 +259,9 @@ class GenerationRow:
     #: restart): Kafka loads a stable group as it was, with no rebalance, so this is where the move is told;
     #: ``cause`` is untouched (the load did not start a rebalance). Last, so older tables gain it as a column.
     coordinator_loads: tuple[CoordinatorLoad, ...] = ()
+    #: KIP-848 only: each partition the epoch moved, with the record times of its hand-over (see
+    #: ``PartitionHandover``). After the loads, so older tables gain it as a column (null in their rows).
+    partition_handovers: tuple[PartitionHandover, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

@@ -12,6 +12,7 @@ computed alone or with the whole history (what the nightly job relies on).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from collections import defaultdict
@@ -181,10 +182,46 @@ def test_sample_pauses_equal_the_clients_word_and_records_alone_bracket_it(name:
             assert other.pause_low_ms <= truth, where
             assert other.pause_high_ms is None or truth <= other.pause_high_ms, where
             bracketed += other.pause_high_ms is not None
+            if row.protocol_kind == CONSUMER_PROTOCOL:
+                # KIP-848: the members' assignment records bound both ends (the first commit after the
+                # new owner's record bounds the resume)
+                assert other.pause_high_ms is not None and other.pause_low_ms > 0, where
     # Every kind of pause the samples hold was checked, most with both bounds.
     assert {EAGER, COOPERATIVE, STATIC_RESTART_KIND} | ({CONSUMER_PROTOCOL} if name == "kafka-4.3.1" else set()) \
         <= set(kinds), kinds
     assert compared >= 150 and bracketed >= 0.9 * compared, (compared, bracketed)
+
+
+TIMES = ("revocation_requested_at", "released_at", "assigned_at")
+
+
+def test_kip848_hand_over_records_bound_the_members_own_lines() -> None:
+    """Each partition the sample's KIP-848 group moved: the old owner's revoke line lies between the record
+    that asked it to revoke and the record of its release (or its deletion, for a member that left), and the
+    new owner's reconciliation line follows the record that gave it the partition."""
+    root = SAMPLES / "kafka-4.3.1"
+    s, said = load_sample(root), client_word(root)
+    group = "cgh-consumer-protocol"
+    handovers = [dataclasses.replace(h, **{n: getattr(h, n).replace(tzinfo=None) for n in TIMES if getattr(h, n)})
+                 for r in group_history(s.records[group], [], group_id=group) for h in r.partition_handovers]
+    slack = dt.timedelta(milliseconds=5)   # record times and log lines are both ms-rounded
+    checked = 0
+    for h in handovers:
+        key = (h.topic, h.partition)
+        assert h.released_at is not None and h.assigned_at is not None and h.released_at <= h.assigned_at, h
+        assert h.revocation_requested_at is None or h.revocation_requested_at <= h.released_at, h
+        stops = [x.at for x in said if x.member == h.from_member and x.kind == "revoked" and key in x.partitions
+                 and x.at <= h.released_at + slack]
+        resumes = [x.at for x in said if x.member == h.to_member and x.kind == "assigned" and key in x.partitions
+                   and x.at >= h.released_at]
+        if not stops or not resumes:   # a partition the test's reader finds no line for
+            continue
+        assert h.revocation_requested_at is None or stops[-1] >= h.revocation_requested_at - slack, (h, stops)
+        assert resumes[0] >= h.assigned_at - slack, (h, resumes)
+        checked += 1
+    # two members: the second's arrival moves partitions to it (asked, released), its leaving moves them back
+    assert checked >= 4 and any(h.revocation_requested_at is None for h in handovers) \
+        and any(h.revocation_requested_at is not None for h in handovers)
 
 
 def test_cooperative_kept_partitions_never_pause_on_the_sample() -> None:

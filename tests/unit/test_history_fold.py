@@ -146,3 +146,24 @@ def test_a_state_of_another_layout_version_is_refused() -> None:
     state.version = 0
     with pytest.raises(StateVersionError, match="--rebuild"):
         load_state(dump_state(state))
+
+
+def test_a_state_carried_from_before_the_kip848_hand_over_times_loads_and_folds_on() -> None:
+    """A group state pickled before the reader kept hand-over times (and before drafts had them) loads with
+    empty maps and lists, and the fold goes on: the rows of the nights after it are whole again."""
+    group = "cgh-consumer-protocol"
+    records, events = _inputs(group)
+    half = len(records) // 2
+    state = fold_generations(None, records[:half], events, group_id=group, reopen=timedelta(0)).state
+    drafts = [d for d in (*state.reader.drafts, state.reader.draft) if d is not None]
+    assert drafts
+    for name in ("revoking_since", "released", "left_behind"):
+        del state.reader.__dict__[name]   # as an older layout pickled it
+    for draft in drafts:
+        del draft.__dict__["handovers"]
+    loaded = load_state(dump_state(state))
+    assert loaded is not None
+    assert (loaded.reader.revoking_since, loaded.reader.released, loaded.reader.left_behind) == ({}, {}, {})
+    assert all(d.handovers == [] for d in (*loaded.reader.drafts, loaded.reader.draft) if d is not None)
+    rows = fold_generations(loaded, records[half:], [], group_id=group, reopen=timedelta(0)).rows
+    assert rows and all(r.group_id == group for r in rows)
