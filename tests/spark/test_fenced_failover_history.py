@@ -175,12 +175,13 @@ def test_the_failover_is_named_in_the_generation_it_happened_in(tables: Tables) 
     assert {g: _compared(r) for g, r in rows.items()} == {g: _compared(r) for g, r in core.items()}
 
 
-def test_a_warehouse_from_before_the_column_gains_it(spark: SparkSession, tmp_path: Path) -> None:
-    """group_generations written without coordinator_loads (older warehouses) loads: the column is added,
-    null in the old rows, and the nightly job's MERGE writes it."""
+def test_a_warehouse_from_before_the_columns_gains_them(spark: SparkSession, tmp_path: Path) -> None:
+    """group_generations written without coordinator_loads and partition_handovers (older warehouses) loads:
+    the columns are added, null in the old rows, and the nightly job's MERGE writes them."""
+    names = GROUP_GENERATIONS.column_names
     old_spec = dataclasses.replace(GROUP_GENERATIONS, schema=T.StructType(
-        [f for f in GROUP_GENERATIONS.schema.fields if f.name != "coordinator_loads"]))
-    assert len(old_spec.schema.fields) == len(GROUP_GENERATIONS.schema.fields) - 1
+        GROUP_GENERATIONS.schema.fields[:names.index("coordinator_loads")]))
+    assert names[len(old_spec.schema.fields):] == ["coordinator_loads", "partition_handovers"]
     old = Tables(spark, "cgh_before_loads", str(tmp_path / "warehouse"))
     old.ensure_database()
     old.ensure(old_spec)
@@ -195,15 +196,20 @@ def test_a_warehouse_from_before_the_column_gains_it(spark: SparkSession, tmp_pa
     new.ensure(GROUP_GENERATIONS)
     got = new.read(GROUP_GENERATIONS)
     assert got.columns == GROUP_GENERATIONS.column_names
-    assert [r["coordinator_loads"] for r in got.collect()] == [None]
+    assert [(r["coordinator_loads"], r["partition_handovers"]) for r in got.collect()] == [(None, None)]
     load = {"broker_id": 3, "at": dt.datetime(2026, 11, 27, 2, 33, 52), "offsets_partition": 2,
             "coordinator_epoch": None, "cause_class": ev.COORDINATOR_FAILOVER, "source": "broker-3",
             "line_number": 637}
-    amended = spark.createDataFrame([{**row, "coordinator_loads": [load], "_deleted": False}], T.StructType(
+    handover = {"topic": "t", "partition": 0, "from_member": "a", "to_member": "b",
+                "revocation_requested_at": dt.datetime(2026, 11, 27, 2, 33, 50), "released_at": None,
+                "assigned_at": dt.datetime(2026, 11, 27, 2, 33, 51)}
+    amended = spark.createDataFrame([{**row, "coordinator_loads": [load], "partition_handovers": [handover],
+                                      "_deleted": False}], T.StructType(
         [*GROUP_GENERATIONS.schema.fields, T.StructField("_deleted", T.BooleanType())]))
     new.upsert(GROUP_GENERATIONS, amended, delete_flag="_deleted")
     (stored,) = new.read(GROUP_GENERATIONS).collect()
     assert [x["broker_id"] for x in stored["coordinator_loads"]] == [3]
+    assert [h.asDict() for h in stored["partition_handovers"]] == [handover]
 
 
 def _event_row(line: str, number: int) -> dict[str, Any]:
