@@ -11,7 +11,8 @@ Each end of a partition's pause is taken from the best source there is, and boun
 point:
 
 - client lines (the member's own "Revoke(-ing) previously assigned partitions", "Adding"/"Setting newly
-  assigned partitions"): milliseconds, but only for members whose logs were collected;
+  assigned partitions", and the "Setting offset for partition" (or "Resetting offset") line after the latter:
+  it fetches once its position is set): milliseconds, but only for members whose logs were collected;
 - broker lines: "Preparing to rebalance" starts the rebalance (members stop within a heartbeat of it);
 - records: the GroupMetadata record's time is the end of the sync (members resume right after it), its
   ``current_state_timestamp`` the end of the join (every member had stopped by then);
@@ -68,10 +69,16 @@ PAUSE_EVENT_TYPES: Final = (ev.CLIENT_PARTITIONS_REVOKED, ev.CLIENT_PARTITIONS_L
 #: Lines that start consuming a partition: the classic assign callback, the new consumer's (KIP-848)
 #: reconciliation of an assignment that holds it.
 RESUME_EVENT_TYPES: Final = (ev.CLIENT_PARTITIONS_ASSIGNED, ev.CLIENT_RECONCILING)
+#: A partition's fetch position set after its assignment (its committed offset fetched, or its reset
+#: policy's offset): the consumer can fetch it from then on, so where this line follows the assign or
+#: reconcile line it ends the pause. Java 3.7+ logs the committed-offset one without the client prefix (its
+#: logger has no log context): it is taken for the member whose assign line in the same file last named
+#: the partition.
+POSITION_EVENT_TYPES: Final = (ev.CLIENT_OFFSET_SET,)
 #: Lines that name the member id (and generation) a client stream runs as.
 IDENTITY_EVENT_TYPES: Final = (ev.CLIENT_JOINED, ev.CLIENT_SYNCED, ev.CLIENT_REJOIN_REQUESTED,
                                ev.CLIENT_MEMBER_STATE_TRANSITION)
-CLIENT_EVENT_TYPES: Final = (*PAUSE_EVENT_TYPES, *IDENTITY_EVENT_TYPES)
+CLIENT_EVENT_TYPES: Final = (*PAUSE_EVENT_TYPES, *POSITION_EVENT_TYPES, *IDENTITY_EVENT_TYPES)
 
 
 @dataclass(frozen=True)
@@ -300,6 +307,9 @@ class ClientLine:
     member_id: str | None
     event_type: str
     partitions: frozenset[Partition]
+    #: the log file the line came from (coordinator_events.file_id; else its source), for the position lines
+    #: that carry no client prefix
+    file: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,11 +356,32 @@ def client_lines(events: Iterable[Any]) -> tuple[list[ClientLine], list[SyncLine
             if kind in (ev.CLIENT_SYNCED, ev.CLIENT_JOINED) and _get(e, "generation") is not None:
                 syncs.append(SyncLine(at, stream, member[stream], int(_get(e, "generation")),
                                       kind == ev.CLIENT_SYNCED))
-        if kind in PAUSE_EVENT_TYPES:
+        if kind in PAUSE_EVENT_TYPES or kind in POSITION_EVENT_TYPES:
             parts = parse_partitions(_get(e, "partitions"))
             if parts:
-                pauses.append(ClientLine(at, stream, member.get(stream), str(kind), parts))
-    return pauses, syncs
+                pauses.append(ClientLine(at, stream, member.get(stream), str(kind), parts,
+                                         str(_get(e, "file_id") or _get(e, "source") or _get(e, "log_source") or "")))
+    return _positions_attributed(pauses), syncs
+
+
+def _positions_attributed(lines: list[ClientLine]) -> list[ClientLine]:
+    """Position lines without a member (no client prefix) taken for the member whose assign or reconcile
+    line in the same file last named the partition before them; those no such line explains are dropped."""
+    if not any(x.member_id is None and x.event_type in POSITION_EVENT_TYPES for x in lines):
+        return lines
+    last_resume: dict[tuple[str, Partition], ClientLine] = {}
+    out: list[ClientLine] = []
+    for x in sorted(lines, key=lambda x: x.at):
+        if x.event_type in RESUME_EVENT_TYPES and x.member_id is not None:
+            for p in x.partitions:
+                last_resume[(x.file, p)] = x
+        if x.event_type in POSITION_EVENT_TYPES and x.member_id is None:
+            owner = last_resume.get((x.file, next(iter(x.partitions)))) if len(x.partitions) == 1 else None
+            if owner is not None:
+                out.append(dataclasses.replace(x, member_id=owner.member_id))
+            continue
+        out.append(x)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,6 +454,16 @@ def _line_for(lines: Sequence[ClientLine], member: str | None, partition: Partit
     if not found:
         return None
     return found[-1] if last else found[0]
+
+
+def _positioned(lines: Sequence[ClientLine], member: str | None, p: Partition, assigned: datetime) -> datetime:
+    """When the member could fetch the partition after its assign line: its first position line for it
+    before the member let it go again (a consumer whose offset fetch waits on a loading coordinator stays
+    paused for that long), else the assign line itself (clients that log no position line)."""
+    later = [x for x in lines if x.member_id == member and p in x.partitions and x.at >= assigned
+             and x.event_type in (*POSITION_EVENT_TYPES, ev.CLIENT_PARTITIONS_REVOKED, ev.CLIENT_PARTITIONS_LOST)]
+    first = min(later, key=lambda x: x.at, default=None)
+    return first.at if first is not None and first.event_type in POSITION_EVENT_TYPES else assigned
 
 
 def _pause(p: Partition, from_member: str | None, to_member: str | None, via: int | None, stop: _End,
@@ -577,7 +618,7 @@ def _classic_pause(ctx: _Context, p: Partition, from_member: str | None, to_memb
         resumed = _line_for(ctx.lines, to_member, p, RESUME_EVENT_TYPES, low, None,
                             tol if joined is None else timedelta(0), last=False)
         if resumed is not None:
-            resume.take(resumed.at, SOURCE_CLIENT)
+            resume.take(_positioned(ctx.lines, to_member, p, resumed.at), SOURCE_CLIENT)
     limit = stop.high if stop.high is not None or resumed is None else resumed.at
     # The last revocation before the resume: a member that revokes again soon after (it closes, or the next
     # rebalance starts) logs a later line within the tolerance, which belongs to the next pause.
@@ -618,8 +659,11 @@ def _consumer_change(ctx: _Context, g: CostGeneration, old: dict[Partition, str]
         h = g.handovers.get((p, new[p]))
         if h is not None and h.from_member == owner:
             # Without the revocation request (a member that left: it let go before its record was deleted, which
-            # precedes the epoch's start) the stop has no low bound but its last commit.
-            stop = _End(h.requested_at, h.released_at) if h.requested_at is not None or h.released_at is not None \
+            # precedes the epoch's start) the stop's low bound is its last commit (it commits before it revokes).
+            stop_low = h.requested_at
+            if stop_low is None and h.released_at is not None:
+                stop_low = max((c.at for c in ctx.commits_of(p) if c.at <= h.released_at), default=None)
+            stop = _End(stop_low, h.released_at) if stop_low is not None or h.released_at is not None \
                 else _End(low, None)
             resume = _End(h.assigned_at or low, None)
         else:  # an archive that starts mid-move, or a table row written before the hand-overs were kept

@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from coordinator_core.cost import CLIENT_EVENT_TYPES, PAUSE_EVENT_TYPES, CostSettings
+from coordinator_core.cost import CLIENT_EVENT_TYPES, PAUSE_EVENT_TYPES, POSITION_EVENT_TYPES, CostSettings
 from jobs.common.delta_io import Tables
 from jobs.common.kept import kept
 from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
@@ -47,6 +47,7 @@ _FACTS = T.StructType([
     T.StructField("generation", T.LongType()), T.StructField("partitions", T.StringType()),
     T.StructField("source", T.StringType()), T.StructField("client_id", T.StringType()),
     T.StructField("thread", T.StringType()), T.StructField("line_number", T.LongType()),
+    T.StructField("file_id", T.StringType()),
     T.StructField("topic", T.StringType()), T.StructField("partition", T.LongType()),
     T.StructField("offset", T.LongType()),
 ])
@@ -121,19 +122,25 @@ def _facts(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], l
         return F.col("cluster").isin(*bounds) & condition
 
     groups = F.broadcast(touched.select(*GROUP_KEY))
-    lines = (tables.read(COORDINATOR_EVENTS)
-             .where(near("timestamp", line_lookback) & F.col("group_id").isNotNull()
-                    & F.col("event_type").isin(*CLIENT_EVENT_TYPES))
-             .join(groups, on=GROUP_KEY, how="left_semi")
+    events = tables.read(COORDINATOR_EVENTS).where(near("timestamp", line_lookback)
+                                                   & F.col("event_type").isin(*CLIENT_EVENT_TYPES))
+    named = events.where(F.col("group_id").isNotNull()).join(groups, on=GROUP_KEY, how="left_semi")
+    # Java 3.7+ logs a partition's fetch position without the client prefix, so without a group: such lines
+    # go to every touched group with lines in the same file (coordinator_core.cost takes each for the member
+    # whose assign line there last named its partition).
+    files = F.broadcast(named.select("cluster", "file_id", "group_id").distinct())
+    unnamed = (events.where(F.col("group_id").isNull() & F.col("event_type").isin(*POSITION_EVENT_TYPES))
+               .drop("group_id").join(files, on=["cluster", "file_id"]))
+    lines = (named.unionByName(unnamed)
              .select(*GROUP_KEY, F.lit("line").alias("kind"), "timestamp", "event_type", "member_id",
                      F.col("generation").cast("long"), "partitions", F.col("log_source").alias("source"),
-                     "client_id", "thread", "line_number", F.lit(None).cast("string").alias("topic"),
+                     "client_id", "thread", "line_number", "file_id", F.lit(None).cast("string").alias("topic"),
                      F.lit(None).cast("long").alias("partition"), F.lit(None).cast("long").alias("offset")))
     commits = (tables.read(OFFSET_COMMITS)
                .where(near("record_timestamp", commit_lookback) & ~F.col("is_tombstone"))
                .join(groups, on=GROUP_KEY, how="left_semi")
                .select(*GROUP_KEY, F.lit("commit").alias("kind"), F.col("record_timestamp").alias("timestamp"),
-                       *[F.lit(None).cast(f.dataType).alias(f.name) for f in _FACTS.fields[4:12]],
+                       *[F.lit(None).cast(f.dataType).alias(f.name) for f in _FACTS.fields[4:13]],
                        "topic", F.col("topic_partition").cast("long").alias("partition"),
                        F.col("committed_offset").alias("offset")))
     return lines.unionByName(commits)

@@ -35,6 +35,7 @@ from coordinator_core.logs.catalogue import (
     KAFKA_PYTHON_LOGGERS,
     LINE_KINDS,
     MESSAGE_PREFIXES,
+    OTHER_CATALOGUE_LOGGERS,
     REASON_RULES,
     LineKind,
     unnamed_groups,
@@ -125,7 +126,7 @@ _EMPTY_IS_A_VALUE: Final = frozenset({"partitions", "groupList"})
 _CLIENT_PREFIXES: Final = frozenset({"consumer_client", "connect_worker"})
 _COUNTED_PREFIXES: Final = frozenset(p.name for p in MESSAGE_PREFIXES) - _CLIENT_PREFIXES
 _OWN_TEXT_LOGGERS: Final = frozenset(name for kind in LINE_KINDS for name in kind.loggers or ())
-_ALL_LOGGERS: Final = COORDINATOR_LOGGERS | {"CoordinatorRuntime"}
+_ALL_LOGGERS: Final = COORDINATOR_LOGGERS | OTHER_CATALOGUE_LOGGERS
 #: Distinct first words of a batch tried column-wise; entries with rarer first words go one by one.
 MAX_FIRST_WORDS: Final = 64
 #: Digits an integer field may have on the fast path (int64 holds 18 safely).

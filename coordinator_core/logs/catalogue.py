@@ -654,6 +654,13 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
        r"(?:Setting|Adding) newly assigned partitions:? ?{partition_list}(?: for group {group})?"),
     _K("c2_lost", ev.CLIENT_PARTITIONS_LOST, "2.4+", r"Lost previously assigned partitions ?{partition_list}",
        ev.MEMBER_EVICTED),
+    # A partition's fetch position after its assignment: the consumer can fetch it from then on. 3.7+ logs the
+    # committed-offset line from ConsumerUtils without the client prefix (attributed by its file, see
+    # coordinator_core.cost); the reset from SubscriptionState, with it.
+    _K("c2_offset_set", ev.CLIENT_OFFSET_SET, "0.10+ (ConsumerCoordinator to 3.6; ConsumerUtils, no prefix, 3.7+)",
+       r"Setting offset for partition {partitions_lazy} to the committed offset .*"),
+    _K("c2_offset_reset", ev.CLIENT_OFFSET_SET, "2.0+ (SubscriptionState; 'to position FetchPosition{...}' 2.4+)",
+       r"Resetting offset for partition {partitions_lazy} to (?:position|offset) .*"),
     _K("c2_giving_away_lost", None, "2.4+",
        r"Giving away all assigned partitions as lost since generation(?:/memberID)? has been reset,"
        r" ?indicating"
@@ -847,10 +854,8 @@ LINE_KINDS: Final[tuple[LineKind, ...]] = (
         r"|group_id is None: disabling auto-commit|User provided (?:subscription )?(?:rebalance )?listener ).*"),
     # ---- client lines of the coordinator loggers that are about offsets, not membership ----------------
     _K("c_offsets", None, "all clients",
-       r"(?:Setting offset for partition |Found no committed offset for partition |Resetting offset for"
-       r" partition"
-       r" |Failing OffsetCommit request since |Offset commit failed on partition"
-       r" |(?:Asynchronous|Synchronous)"
+       r"(?:Found no committed offset for partition |Failing OffsetCommit request since |Offset commit failed on"
+       r" partition |(?:Asynchronous|Synchronous)"
        r" auto-commit of offsets |Committing offsets|User provided listener ).*"),
 )
 
@@ -919,6 +924,11 @@ REASON_RULES: Final[tuple[ReasonRule, ...]] = (
 #: Logger class names (last segment) of coordinator code: an entry from these loggers that matches no
 #: catalogue row is counted as unparsed. CoordinatorRuntime is left out because the share coordinator uses it
 #: too; its group-coordinator lines are recognised by their ``[GroupCoordinator id=N]`` prefix.
+#: Loggers (classes) whose lines may match a catalogue row although they are not the coordinators': their
+#: other lines are another component's, not unparsed coordinator lines (the offsets manager's runtime; the
+#: consumer's position bookkeeping, which logs when a partition's fetch position is set).
+OTHER_CATALOGUE_LOGGERS: Final[frozenset[str]] = frozenset({"CoordinatorRuntime", "ConsumerUtils", "SubscriptionState"})
+
 COORDINATOR_LOGGERS: Final[frozenset[str]] = frozenset({
     "GroupCoordinator", "GroupMetadataManager", "GroupMetadata", "GroupMetadata$", "ClassicGroup",
     "GenericGroup", "GroupCoordinatorShard", "GroupCoordinatorService", "OffsetMetadataManager",

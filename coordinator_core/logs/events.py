@@ -79,6 +79,9 @@ CLIENT_LEAVING: Final = "CLIENT_LEAVING"
 OFFSETS_LOAD_FAILED: Final = "OFFSETS_LOAD_FAILED"
 MEMBER_LOADED: Final = "MEMBER_LOADED"
 CLIENT_ASSIGNMENT_COMPUTED: Final = "CLIENT_ASSIGNMENT_COMPUTED"
+#: A consumer set its fetch position of an assigned partition (to its committed offset, or by its reset
+#: policy when there is none): from then on it can consume it, so this ends a rebalance's pause.
+CLIENT_OFFSET_SET: Final = "CLIENT_OFFSET_SET"
 
 #: The event types named in section 10 of the reference, in its order.
 CATALOGUE_EVENT_TYPES: Final[tuple[str, ...]] = (
@@ -100,9 +103,11 @@ CATALOGUE_EVENT_TYPES: Final[tuple[str, ...]] = (
 )
 
 #: Event types this parser adds: a failed partition load (explains a missing failover), one member
-#: restored from the log at load (Scala 2.5+; gives client host and instance id), and the leader's
-#: computed assignment (the only client line that shows every member's assignment).
-EXTENSION_EVENT_TYPES: Final[tuple[str, ...]] = (OFFSETS_LOAD_FAILED, MEMBER_LOADED, CLIENT_ASSIGNMENT_COMPUTED)
+#: restored from the log at load (Scala 2.5+; gives client host and instance id), the leader's
+#: computed assignment (the only client line that shows every member's assignment), and a consumer's fetch
+#: position set after an assignment (when it can consume again).
+EXTENSION_EVENT_TYPES: Final[tuple[str, ...]] = (OFFSETS_LOAD_FAILED, MEMBER_LOADED, CLIENT_ASSIGNMENT_COMPUTED,
+                                                 CLIENT_OFFSET_SET)
 
 ALL_EVENT_TYPES: Final[frozenset[str]] = frozenset(CATALOGUE_EVENT_TYPES + EXTENSION_EVENT_TYPES)
 

@@ -20,22 +20,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from coordinator_core.logs.catalogue import COORDINATOR_LOGGERS, KAFKA_PYTHON_LOGGERS
+from coordinator_core.logs.catalogue import COORDINATOR_LOGGERS, KAFKA_PYTHON_LOGGERS, OTHER_CATALOGUE_LOGGERS
 
 
 @cache
 def coordinator_markers() -> tuple[str, ...]:
     """Texts of which every coordinator-looking line (other than a JSON head without a logger) holds one.
 
-    The broker log-context prefixes, the class names of the coordinator loggers and kafka-python's
-    coordinator loggers; a marker that contains another is dropped (`GroupCoordinatorShard` is found by
-    `GroupCoordinator`).
+    The broker log-context prefixes, the class names of the coordinator loggers (and of the other
+    loggers with catalogue rows) and kafka-python's coordinator loggers; a marker that contains another is
+    dropped (`GroupCoordinatorShard` is found by `GroupCoordinator`).
     """
     markers = {
         "[GroupCoordinator ",
         "[GroupMetadataManager brokerId=",
         "[Group Metadata Manager on Broker ",
-        "CoordinatorRuntime",
+        *OTHER_CATALOGUE_LOGGERS,
         *(name.rstrip("$") for name in COORDINATOR_LOGGERS),
         # kafka-python's loggers, as Python logging layouts print them: "(name)" at the end of the line
         # or " name " between the level and the message

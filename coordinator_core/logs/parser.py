@@ -25,6 +25,7 @@ from coordinator_core.logs.catalogue import (
     KAFKA_PYTHON_LOGGERS,
     LINE_KINDS,
     MESSAGE_PREFIXES,
+    OTHER_CATALOGUE_LOGGERS,
     REASON_RULES,
     THREAD_NAMES,
     LineKind,
@@ -65,7 +66,7 @@ _COORDINATOR_LOGGER_NAMES: Final = KAFKA_PYTHON_LOGGERS
 _COUNTED_PREFIXES: Final = frozenset(p.name for p in MESSAGE_PREFIXES) - {"consumer_client", "connect_worker"}
 _CLIENT_PREFIXES: Final = frozenset({"consumer_client", "connect_worker"})
 #: Loggers whose lines may match a catalogue row; any other logger's line is skipped without matching.
-_ALL_LOGGERS: Final = COORDINATOR_LOGGERS | {"CoordinatorRuntime"}
+_ALL_LOGGERS: Final = COORDINATOR_LOGGERS | OTHER_CATALOGUE_LOGGERS
 _TOPIC_PARTITION_REPR = re.compile(r"TopicPartition\(topic='([^']*)', partition=(\d+)\)")
 _COORDINATOR_MARKER = re.compile(
     r"\[(?:GroupCoordinator |GroupMetadataManager brokerId=|Group Metadata Manager on Broker )"

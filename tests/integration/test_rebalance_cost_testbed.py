@@ -254,11 +254,21 @@ def _callbacks(s: Scenario) -> dict[str, list[ClientEvent]]:
     return out
 
 
+def _positions(s: Scenario) -> dict[str, list[tuple[int, tuple[str, int]]]]:
+    """member id -> the fetch positions its process's log says it set (each process is one member id)."""
+    out: dict[str, list[tuple[int, tuple[str, int]]]] = {}
+    for process in s.processes():
+        for member_id in {e.member_id for e in process.events if e.member_id}:
+            out[member_id] = process.positions()
+    return out
+
+
 def _true_pause(s: Scenario, row: RebalanceCostRow, p: PartitionPause) -> tuple[int, int] | None:
-    """(stop, resume) in epoch ms from the callbacks: the new owner's first assign callback naming the partition
-    after the broker stored the rebalance's assignment (a restarted static member: its first, under its new
-    member id), and the old owner's last revoke callback naming it before that. (Rows are found by time, not by
-    the generation a callback reads from `groupMetadata()`, which can still be the previous one.)"""
+    """(stop, resume) in epoch ms, in the client's own word: the new owner's first assign callback naming the
+    partition after the broker stored the rebalance's assignment (a restarted static member: its first, under
+    its new member id), or the position its log sets for it right after (before its next revoke callback),
+    and the old owner's last revoke callback naming it before that. (Rows are found by time, not by the
+    generation a callback reads from `groupMetadata()`, which can still be the previous one.)"""
     calls = _callbacks(s)
     key = (p.topic, p.partition)
     after = _ms(row.rebalance_at) - SAME_INSTANT_MS if row.protocol_kind != STATIC_RESTART_KIND else 0
@@ -266,6 +276,12 @@ def _true_pause(s: Scenario, row: RebalanceCostRow, p: PartitionPause) -> tuple[
                and key in e.partitions and e.at_ms >= after]
     if not resumed:
         return None
+    let_go = [e.at_ms for e in calls.get(p.to_member or "", []) if e.event in ("revoked", "lost")
+              and key in e.partitions and e.at_ms >= resumed[0]]
+    positioned = [at for at, tp in _positions(s).get(p.to_member or "", []) if tp == key
+                  and resumed[0] - CALLBACK_MS[s.protocol] <= at <= min(let_go, default=at)]
+    if positioned:
+        resumed = [max(resumed[0], positioned[0])]
     stops = [e.at_ms for e in calls.get(p.from_member or "", []) if e.event in ("revoked", "lost")
              and key in e.partitions and e.at_ms <= resumed[0]]
     return (stops[-1], resumed[0]) if stops else None

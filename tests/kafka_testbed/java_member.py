@@ -10,7 +10,9 @@ table against that, not against lines the code under test parses.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
 import subprocess
 import threading
 import time
@@ -22,6 +24,10 @@ from jvm_oracle.harness import ROOT, compile_sources, jar_dir
 from tests.kafka_testbed.broker import DEFAULT_JAR_SET, DEFAULT_JVM_OPTIONS, client_log_config, die_with_parent
 
 SOURCES = ROOT / "jvm" / "rebalance-member" / "src" / "main" / "java"
+#: the client setting a partition's fetch position (3.7+ without the client prefix), read from the member's
+#: own log file by this module, not by the parser under test
+_POSITION = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] \w+ (?:\[Consumer [^\]]*\] )?"
+                       r"(?:Setting|Resetting) offset for partition (\S+) to ")
 MAIN_CLASS = "cgh.testbed.RebalanceMember"
 
 
@@ -129,6 +135,17 @@ class RebalanceMember:
         if self._process.poll() is None:
             self._process.kill()
             self._process.wait(timeout=10)
+
+    def positions(self) -> list[tuple[int, tuple[str, int]]]:
+        """(epoch ms, partition) of each line of its log saying it set a partition's fetch position."""
+        out = []
+        for line in self.log_file.read_text(errors="replace").splitlines() if self.log_file.exists() else ():
+            m = _POSITION.match(line)
+            if m:
+                at = dt.datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.UTC)
+                topic, _, number = m[3].rpartition("-")
+                out.append((round(at.timestamp() * 1000) + int(m[2]), (topic, int(number))))
+        return out
 
     def latencies(self) -> list[tuple[ClientEvent, float]]:
         """Each rebalance the client recorded, as (the event that first showed it, its latency in ms): the growth

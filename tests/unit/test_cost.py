@@ -3,7 +3,8 @@
 Ground truth is the clients' own word: on the captured samples, every paused partition's true pause is read
 here from the raw client log text (the old owner's last "Revoke(-ing) previously assigned partitions" line
 naming it, the new owner's first "Adding/Setting newly assigned partitions" line naming it after that
-member joined the generation), with a line reader of this test's own, not the parser the code uses. With the
+member joined the generation, or its "Setting/Resetting offset for partition" line right after: it fetches
+once its position is set), with a line reader of this test's own, not the parser the code uses. With the
 lines the table must equal it to the millisecond; from the records alone (logs withheld) its bounds must
 hold it. Properties over random histories (hypothesis) check what must hold whatever the input: bounds
 ordered, nothing negative, cooperative kept partitions never paused, and a rebalance's row the same whether
@@ -52,6 +53,9 @@ _JOINED = re.compile(r"Successfully joined group.*?(?:generationId=|<Generation 
 _REVOKED = re.compile(r"(?:Revoke|Revoking|Lost) previously assigned partitions ?(.*?)(?: for group \S+)?$")
 _ASSIGNED = re.compile(r"(?:Adding|Setting) newly assigned partitions:? ?(.*)$")
 _PYTHON_TP = re.compile(r"TopicPartition\(topic='([^']+)', partition=(\d+)\)")
+#: a fetch position set (3.7+ without the client prefix: a sample's client log is one consumer's)
+_POSITION = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] \w+ (?:\[Consumer [^\]]*\] )?"
+                       r"(?:Setting|Resetting) offset for partition (\S+) to ")
 
 
 def _partitions(text: str) -> set[tuple[str, int]]:
@@ -67,7 +71,7 @@ def _partitions(text: str) -> set[tuple[str, int]]:
 class Said:
     at: dt.datetime
     member: str
-    kind: str  # joined, revoked, assigned
+    kind: str  # joined, revoked, assigned, positioned
     generation: int | None
     partitions: frozenset[tuple[str, int]]
 
@@ -86,6 +90,13 @@ def client_word(root: Path) -> list[Said]:
         member: dict[str, str] = {}
         lines = path.read_text().splitlines()
         for i, raw in enumerate(lines):
+            position = _POSITION.match(raw)
+            if position and member:
+                at = dt.datetime.strptime(position[1], "%Y-%m-%d %H:%M:%S") + dt.timedelta(
+                    milliseconds=int(position[2]))
+                said.append(Said(at, list(member.values())[-1], "positioned", None,
+                                 frozenset(_partitions(position[3]))))
+                continue
             m = _LINE.match(raw)
             if not m:
                 continue
@@ -123,6 +134,11 @@ def true_pause_ms(said: list[Said], generation: int, p: Partition, from_member: 
                     and key in s.partitions), None)
     if resumed is None:
         return None
+    # It consumes once its fetch position is set (the first position line before it lets p go again).
+    after = [s for s in said if s.member == to_member and key in s.partitions and s.at >= resumed
+             and s.kind in ("positioned", "revoked")]
+    if after and after[0].kind == "positioned":
+        resumed = after[0].at
     # The old owner's revocation after it last got p (an earlier one ended an earlier pause).
     got = [s.at for s in said if s.member == from_member and s.kind == "assigned" and key in s.partitions
            and s.at < resumed]
@@ -311,6 +327,37 @@ def test_a_client_clock_off_by_minutes_is_measured_and_its_lines_moved() -> None
     assert row.clock_offsets_ms == {"a": 7 * 60_000 + 5}
     assert [p.pause_ms for p in row.partitions] == [420, 420]  # (500 + 20) - 100, on the broker's clock
     assert all(p.pause_ms is not None and p.pause_ms >= 0 for p in row.partitions)
+
+
+def test_a_position_line_ends_the_pause_and_is_taken_for_its_files_consumer() -> None:
+    """Java 3.7+ logs "Setting offset for partition" without the client prefix (no member, no group). In a file
+    that two consumers share, it is taken for the one whose assign line last named the partition; a position
+    set after the member let the partition go again, or for a partition nobody there was assigned, is not."""
+    s = T0 + dt.timedelta(seconds=30)
+    stored = s + dt.timedelta(seconds=1)
+
+    def position(at: dt.datetime, partition: str) -> dict[str, object]:
+        return {**_line(at, "app.log", "CLIENT_OFFSET_SET", partitions=partition), "client_id": None}
+
+    lines = [_line(T0, "app.log", "CLIENT_SYNCED", "a", 1),
+             {**_line(T0, "app.log", "CLIENT_SYNCED", "b", 1), "client_id": "b-client"},
+             _line(s, "app.log", "CLIENT_PARTITIONS_REVOKED", partitions="t-0, t-1"),
+             _line(stored + dt.timedelta(milliseconds=5), "app.log", "CLIENT_SYNCED", "a", 2),
+             _line(stored + dt.timedelta(milliseconds=6), "app.log", "CLIENT_PARTITIONS_ASSIGNED",
+                   partitions="t-0, t-1"),
+             position(stored + dt.timedelta(milliseconds=900), "t-0"),   # a slow committed-offset fetch
+             position(stored + dt.timedelta(milliseconds=950), "u-7"),   # nobody here was assigned u-7
+             {**_line(stored + dt.timedelta(milliseconds=7), "app.log", "CLIENT_PARTITIONS_ASSIGNED",
+                      partitions="v-0"), "client_id": "b-client"},
+             _line(stored + dt.timedelta(milliseconds=20), "app.log", "CLIENT_PARTITIONS_REVOKED", partitions="t-1"),
+             position(stored + dt.timedelta(milliseconds=40), "t-1")]    # after a let t-1 go: not its resume
+    rows = rebalance_costs([_generation(1, T0, [_member("a", P0, P1)]),
+                            _generation(2, stored, [_member("a", P0, P1)], started=s,
+                                        stabilized=s + dt.timedelta(milliseconds=500))], lines)
+    by = {p.partition: p for p in rows[-1].partitions}
+    assert (by[0].resumed_at, by[0].resume_source) == (stored + dt.timedelta(milliseconds=900), SOURCE_CLIENT)
+    assert by[0].stop_source == SOURCE_CLIENT and by[0].pause_ms == 1900
+    assert by[1].resumed_at == stored + dt.timedelta(milliseconds=6) and by[1].pause_ms == 1006
 
 
 def test_records_delayed_follow_a_steady_rate() -> None:

@@ -624,6 +624,19 @@ add("c2_assigned", "CLIENT_PARTITIONS_ASSIGNED",
     partitions="orders-0, orders-1")
 add("c2_lost", "CLIENT_PARTITIONS_LOST", CL + "Lost previously assigned partitions orders-0", CC,
     **CLF, partitions="orders-0", cause_class="member_evicted")
+CU = "org.apache.kafka.clients.consumer.internals.ConsumerUtils"
+SS = "org.apache.kafka.clients.consumer.internals.SubscriptionState"
+add("c2_offset_set", "CLIENT_OFFSET_SET", "Setting offset for partition orders-0 to the committed offset"
+    " FetchPosition{offset=5, offsetEpoch=Optional.empty, currentLeader=LeaderAndEpoch{leader=Optional[kafka-1:9092"
+    " (id: 1 rack: null isFenced: false)], epoch=0}}", CU, partitions="orders-0")   # 3.7+: no client prefix
+add("c2_offset_set", "CLIENT_OFFSET_SET", CL + "Setting offset for partition orders-0 to the committed offset"
+    " FetchPosition{offset=5, offsetEpoch=Optional[0], currentLeader=LeaderAndEpoch{leader=Optional[kafka-1:9092"
+    " (id: 1 rack: null)], epoch=0}}", CC, **CLF, partitions="orders-0")
+add("c2_offset_reset", "CLIENT_OFFSET_SET", CL + "Resetting offset for partition orders-1 to position"
+    " FetchPosition{offset=0, offsetEpoch=Optional.empty, currentLeader=LeaderAndEpoch{leader=Optional[kafka-1:9092"
+    " (id: 1 rack: null isFenced: false)], epoch=0}}.", SS, **CLF, partitions="orders-1")
+add("c2_offset_reset", "CLIENT_OFFSET_SET", CL + "Resetting offset for partition orders-1 to offset 0.", SS, **CLF,
+    partitions="orders-1")
 add("c2_cooperative_update", "CLIENT_COOPERATIVE_UPDATE",
     CL + "Updating assignment with\n\tAssigned partitions:                       [orders-0, orders-2]\n\tCurrent"
     " owned partitions:                  [orders-0]\n\tAdded partitions (assigned - owned):       [orders-2]\n"

@@ -332,9 +332,8 @@ def test_unrelated_lines_are_neither_events_nor_errors(line: str) -> None:
 
 
 @pytest.mark.parametrize(("line", "kind"), [
-    ("[2024-01-01 00:00:00,000] INFO [Consumer clientId=c1, groupId=g1] Setting offset for partition orders-0 to the"
-     " committed offset FetchPosition{offset=5} (org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)",
-     "c_offsets"),
+    ("[2024-01-01 00:00:00,000] INFO [Consumer clientId=c1, groupId=g1] Found no committed offset for partition"
+     " orders-0 (org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)", "c_offsets"),
     ("[2024-01-01 00:00:00,000] INFO [Consumer clientId=c1, groupId=g1] Giving away all assigned partitions as lost"
      " since generation/memberID has been reset,indicating that consumer is in old state or no longer part of the"
      " group (org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)", "c2_giving_away_lost"),
