@@ -4,8 +4,9 @@ run's changes.
 A rebalance's cost is a pure function of its generation row and the one before it, its members' client
 lines and its partitions' commits around it: nothing accumulates over a group's history, so the stage
 carries no state. Each night it takes the groups with a changed generation row or a new client
-revoke/assign line (and those whose recent rows still wait for a partition's first commit after its
-pause), and per group the earliest time a change touches (``lo``); it reads, for those groups only, the
+revoke/assign/position line (a position line logged without a group: the groups with an assign line in its
+file; and the groups whose recent rows still wait for a partition's first commit after its pause), and per
+group the earliest time a change touches (``lo``); it reads, for those groups only, the
 generation rows still in force at ``lo`` or later (the one before the first change included), their client
 lines from ``reopen_hours`` before ``lo`` (a member's identity line can be that old) and their commits
 from ``commit_horizon + rate_lookback`` before ``lo`` (what coordinator_core.cost reads), all by cluster
@@ -27,7 +28,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from coordinator_core.cost import CLIENT_EVENT_TYPES, PAUSE_EVENT_TYPES, POSITION_EVENT_TYPES, CostSettings
+from coordinator_core.cost import (
+    CLIENT_EVENT_TYPES,
+    PAUSE_EVENT_TYPES,
+    POSITION_EVENT_TYPES,
+    RESUME_EVENT_TYPES,
+    CostSettings,
+)
 from jobs.common.delta_io import Tables
 from jobs.common.kept import kept
 from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
@@ -63,14 +70,48 @@ class CostResult:
     records_delayed: int
 
 
-def _touched(changed: DataFrame, new_lines: DataFrame) -> DataFrame:
-    """(cluster, group_id, lo): the groups with a changed generation row or a new pause line, and the
-    earliest time a change touches."""
+#: A position line ends the pause of a rebalance whose assignment was stored before the assign line it
+#: follows; a late one (its assign line read by an earlier run) reopens the group's rows from this long
+#: before that assign line.
+POSITION_REACH = dt.timedelta(minutes=1)
+
+
+def _touched(tables: Tables, changed: DataFrame, new_lines: DataFrame, reopen: dt.timedelta) -> DataFrame:
+    """(cluster, group_id, lo): the groups with a changed generation row, a new pause or position line, or a
+    new position line without a group in a file where they had an assign line, and the earliest time a
+    change touches."""
     at = F.coalesce("rebalance_started_at", "stabilized_at", "assignment_stored_at", "ended_at")
     rows = changed.select(*GROUP_KEY, at.alias("lo")).where(F.col("lo").isNotNull())
-    lines = new_lines.where(F.col("group_id").isNotNull() & F.col("event_type").isin(*PAUSE_EVENT_TYPES)
+    lines = new_lines.where(F.col("group_id").isNotNull()
+                            & F.col("event_type").isin(*PAUSE_EVENT_TYPES, *POSITION_EVENT_TYPES)
                             ).select(*GROUP_KEY, F.col("timestamp").alias("lo"))
-    return rows.unionByName(lines).groupBy(*GROUP_KEY).agg(F.min("lo").alias("lo"))
+    touched = rows.unionByName(lines)
+    owners = _position_owners(tables, new_lines, reopen)
+    if owners is not None:
+        touched = touched.unionByName(owners)
+    return touched.groupBy(*GROUP_KEY).agg(F.min("lo").alias("lo"))
+
+
+def _position_owners(tables: Tables, new_lines: DataFrame, reopen: dt.timedelta) -> DataFrame | None:
+    """The new position lines without a group (Java 3.7+): the groups whose assign or reconcile lines in the
+    same file, within `reopen` before them, they may end a pause of (lo: the assign line, less
+    POSITION_REACH). None when there is no such line (one small Spark job to know)."""
+    files = (new_lines.where(F.col("group_id").isNull() & F.col("event_type").isin(*POSITION_EVENT_TYPES))
+             .groupBy("cluster", "file_id").agg(F.min("timestamp").alias("first"), F.max("timestamp").alias("last"))
+             .collect())
+    if not files:
+        return None
+    earliest = min(r["first"] for r in files) - reopen
+    spans = F.broadcast(tables.spark.createDataFrame(files, "cluster string, file_id string, first timestamp, "
+                                                            "last timestamp"))
+    reach = F.expr(f"INTERVAL {int(reopen.total_seconds())} SECONDS")
+    back = F.expr(f"INTERVAL {int(POSITION_REACH.total_seconds())} SECONDS")
+    return (tables.read(COORDINATOR_EVENTS)
+            .where((F.col("timestamp") >= earliest) & F.col("group_id").isNotNull()
+                   & F.col("event_type").isin(*RESUME_EVENT_TYPES))
+            .join(spans, on=["cluster", "file_id"])
+            .where((F.col("timestamp") <= F.col("last")) & (F.col("timestamp") >= F.col("first") - reach))
+            .select(*GROUP_KEY, (F.col("timestamp") - back).alias("lo")))
 
 
 def _bounds(touched: DataFrame) -> dict[str, dt.datetime]:
@@ -190,7 +231,7 @@ def run_cost(tables: Tables, changed_generations: DataFrame | None, run: RunRang
     changed = (changed_generations if changed_generations is not None
                else tables.spark.createDataFrame([], GROUP_GENERATIONS.schema))
     # (A rebuild starts from an empty rebalance_cost: jobs.nightly empties every gold table first.)
-    touched = _touched(changed, new_lines)
+    touched = _touched(tables, changed, new_lines, dt.timedelta(hours=reopen_hours))
     bounds = _bounds(touched)
     if not bounds:
         return CostResult(0, 0, 0, 0.0, 0)

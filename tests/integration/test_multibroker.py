@@ -16,6 +16,7 @@ import datetime as dt
 import json
 import shutil
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from coordinator_core.history.offsets import EXPLAIN_GROUP_SWEPT
 from coordinator_core.logs import CoordinatorEvent, read_log_lines
 from coordinator_core.logs import events as ev
 from tests.kafka_testbed.cluster import KafkaCluster
-from tests.kafka_testbed.scenarios import CLUSTER_ONLY, run_scenarios
+from tests.kafka_testbed.scenarios import CLUSTER_ONLY, ScenarioError, run_scenarios
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "kafka-4.3.1-3brokers"
 
@@ -49,11 +50,7 @@ class ClusterRun:
                                                          broker_id=n)]
 
 
-@pytest.fixture(scope="module")
-def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRun]:
-    """The cluster started, the three cluster-only scenarios run live, the cluster stopped, its files copied."""
-    started = time.monotonic()
-    root = tmp_path_factory.mktemp("multibroker")
+def _run_on_a_cluster(root: Path) -> tuple[KafkaCluster, dict[str, Any], Path]:
     cluster = KafkaCluster(work_dir=root / "cluster")
     try:
         cluster.start()
@@ -64,6 +61,27 @@ def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRun]:
         time.sleep(2.0)  # the followers' last fetch
     finally:
         cluster.stop()
+    return cluster, document, client_log_dir
+
+
+@pytest.fixture(scope="module")
+def live_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRun]:
+    """The cluster started, the three cluster-only scenarios run live, the cluster stopped, its files copied.
+
+    As for the single broker's scenarios (tests/integration/conftest.py): real clients against real timeouts
+    can miss a short-lived generation on an overloaded machine (a static member's join seen one generation
+    late, say). That is the test bed's timing, not the code under test: the scenarios run once more on a fresh
+    cluster, and the tests fail if it happens again."""
+    started = time.monotonic()
+    root = tmp_path_factory.mktemp("multibroker")
+    try:
+        cluster, document, client_log_dir = _run_on_a_cluster(root)
+    except ScenarioError as first_failure:
+        warnings.warn(f"multi-broker scenario run failed, retrying once on a fresh cluster: {first_failure}",
+                      stacklevel=1)
+        root = tmp_path_factory.mktemp("multibroker-retry")
+        started = time.monotonic()   # the part's length is the run that counted
+        cluster, document, client_log_dir = _run_on_a_cluster(root)
     copies: dict[int, Path] = {}
     for node, broker in cluster.brokers.items():
         copies[node] = root / f"copy-{node}"
