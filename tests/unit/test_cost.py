@@ -124,8 +124,9 @@ def client_word(root: Path) -> list[Said]:
 
 
 def true_pause_ms(said: list[Said], generation: int, p: Partition, from_member: str, to_member: str) -> int | None:
-    """The new owner's first assign line naming p after it joined `generation`, less the old owner's last
-    revoke line naming p before that (and after it last got p): None when either member's log lacks it."""
+    """The new owner's first assign line naming p after it joined `generation` (or its position line for p right
+    after), less the old owner's last revoke line naming p before the assign line (and after it last got p): None
+    when either member's log lacks it."""
     joined = [s.at for s in said if s.member == to_member and s.kind == "joined" and s.generation == generation]
     if not joined:
         return None
@@ -134,16 +135,17 @@ def true_pause_ms(said: list[Said], generation: int, p: Partition, from_member: 
                     and key in s.partitions), None)
     if resumed is None:
         return None
+    assigned = resumed
     # It consumes once its fetch position is set (the first position line before it lets p go again).
-    after = [s for s in said if s.member == to_member and key in s.partitions and s.at >= resumed
+    after = [s for s in said if s.member == to_member and key in s.partitions and s.at >= assigned
              and s.kind in ("positioned", "revoked")]
     if after and after[0].kind == "positioned":
         resumed = after[0].at
     # The old owner's revocation after it last got p (an earlier one ended an earlier pause).
     got = [s.at for s in said if s.member == from_member and s.kind == "assigned" and key in s.partitions
-           and s.at < resumed]
+           and s.at < assigned]
     stops = [s.at for s in said if s.member == from_member and s.kind == "revoked" and key in s.partitions
-             and s.at <= resumed and (not got or s.at >= got[-1])]
+             and s.at <= assigned and (not got or s.at >= got[-1])]
     if not stops:
         return None
     return round((resumed - stops[-1]).total_seconds() * 1000)
