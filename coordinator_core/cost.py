@@ -31,6 +31,7 @@ rebalances; the nightly job calls it per group over the rows near the night's ch
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 import math
@@ -390,6 +391,68 @@ class Commit:
     offset: int
 
 
+_EPOCH: Final = datetime(1970, 1, 1)
+
+
+def _micros(at: datetime) -> int:
+    """Microseconds since the epoch of a naive UTC time (integer arithmetic: no float rounding)."""
+    d = at - _EPOCH
+    return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
+
+
+class CommitSeries(Sequence[Commit]):
+    """One partition's commits in time order, held as two lists of integers: epoch microseconds (naive UTC)
+    and committed offsets.
+
+    A night brings every commit of every partition of a touched group (a fleet's records are nearly all
+    commits), and a rebalance reads only the few around it. `between` finds those by binary search, and a
+    `Commit` is built only for what is read: a list of Commit objects cost more to build than the whole
+    cost computation."""
+
+    __slots__ = ("_at", "_offset", "_start", "_stop")
+
+    def __init__(self, at_us: Sequence[int], offsets: Sequence[int], start: int = 0, stop: int | None = None) -> None:
+        self._at, self._offset = at_us, offsets
+        self._start, self._stop = start, len(at_us) if stop is None else stop
+
+    @classmethod
+    def of(cls, commits: Iterable[Commit]) -> CommitSeries:
+        """The series of `commits` in any order (sorted by time, then offset)."""
+        ordered = sorted(commits, key=lambda c: (c.at, c.offset))
+        return cls([_micros(c.at) for c in ordered], [c.offset for c in ordered])
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                raise ValueError("a CommitSeries is sliced with step 1 only")
+            return CommitSeries(self._at, self._offset, self._start + start, self._start + max(start, stop))
+        i = index + len(self) if index < 0 else index
+        if not 0 <= i < len(self):
+            raise IndexError(index)
+        j = self._start + i
+        return Commit(_EPOCH + timedelta(microseconds=int(self._at[j])), int(self._offset[j]))
+
+    def between(self, low: datetime | None, high: datetime | None) -> CommitSeries:
+        """The commits at `low` or later and at `high` or earlier (None: unbounded), as a view."""
+        start = self._start if low is None else bisect.bisect_left(self._at, _micros(low), self._start, self._stop)
+        stop = self._stop if high is None else bisect.bisect_right(self._at, _micros(high), start, self._stop)
+        return CommitSeries(self._at, self._offset, start, max(start, stop))
+
+    def times(self) -> list[datetime]:
+        return [_EPOCH + timedelta(microseconds=int(t)) for t in self._at[self._start:self._stop]]
+
+
+_NO_COMMITS: Final = CommitSeries([], [])
+
+
+def _series(commits: Mapping[Partition, Sequence[Commit]]) -> dict[Partition, CommitSeries]:
+    return {p: c if isinstance(c, CommitSeries) else CommitSeries.of(c) for p, c in commits.items()}
+
+
 # ---------------------------------------------------------------------------------------------------
 # Per partition
 
@@ -421,22 +484,22 @@ class _Rate:
     commits: int
 
 
-def _rate(commits: Sequence[Commit], before: datetime | None, lookback: timedelta) -> _Rate | None:
+def _rate(commits: CommitSeries, before: datetime | None, lookback: timedelta) -> _Rate | None:
     """Committed-offset progress per second over the commits in ``(before - lookback, before]``."""
     if before is None:
         return None
-    window = [c for c in commits if before - lookback <= c.at <= before]
+    window = commits.between(before - lookback, before)
     if len(window) < 2 or window[-1].at <= window[0].at:
         return None
     span = (window[-1].at - window[0].at).total_seconds()
     return _Rate(max(0, window[-1].offset - window[0].offset) / span, round(span * 1000), len(window))
 
 
-def _spacing(commits: Sequence[Commit], before: datetime | None, lookback: timedelta) -> timedelta | None:
+def _spacing(commits: CommitSeries, before: datetime | None, lookback: timedelta) -> timedelta | None:
     """The median interval between the commits before `before` (a member's auto-commit interval)."""
     if before is None:
         return None
-    times = [c.at for c in commits if before - lookback <= c.at <= before]
+    times = commits.between(before - lookback, before).times()
     gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(times) if b > a]
     return timedelta(seconds=statistics.median(gaps)) if gaps else None
 
@@ -467,7 +530,7 @@ def _positioned(lines: Sequence[ClientLine], member: str | None, p: Partition, a
 
 
 def _pause(p: Partition, from_member: str | None, to_member: str | None, via: int | None, stop: _End,
-           resume: _End | None, commits: Sequence[Commit], settings: CostSettings) -> PartitionPause:
+           resume: _End | None, commits: CommitSeries, settings: CostSettings) -> PartitionPause:
     if resume is None:  # nobody took the partition over: paused from the stop on, with no end known
         resume = _End(None, None)
     rate = _rate(commits, stop.point or stop.low or stop.high, settings.rate_lookback)
@@ -529,12 +592,12 @@ def _resume_bounds(g: CostGeneration) -> _End:
     return _End(g.stabilized_at, None)
 
 
-def _from_commits_stop(stop: _End, commits: Sequence[Commit]) -> None:
+def _from_commits_stop(stop: _End, commits: CommitSeries) -> None:
     """The old owner's last commit within the stop's bounds: it was still consuming then (and auto-commit
     commits on revocation), so the stop is no earlier; the point when no line or start line gave one."""
     if stop.high is None:
         return
-    inside = [c for c in commits if (stop.low is None or c.at >= stop.low) and c.at <= stop.high]
+    inside = commits.between(stop.low, stop.high)
     if not inside:
         return
     last = inside[-1].at
@@ -543,12 +606,12 @@ def _from_commits_stop(stop: _End, commits: Sequence[Commit]) -> None:
         stop.point, stop.source = last, SOURCE_COMMITS
 
 
-def _from_commits_resume(resume: _End, commits: Sequence[Commit], spacing: timedelta | None) -> None:
+def _from_commits_resume(resume: _End, commits: CommitSeries, spacing: timedelta | None) -> None:
     """The new owner's first commit after the sync: it had resumed by then (the high bound); without a
     better point, that commit less the member's commit spacing."""
     if resume.low is None:
         return
-    after = [c for c in commits if c.at >= resume.low]
+    after = commits.between(resume.low, None)
     if not after:
         return
     first = after[0].at
@@ -563,7 +626,7 @@ def _from_commits_resume(resume: _End, commits: Sequence[Commit], spacing: timed
 @dataclass
 class _Context:
     lines: list[ClientLine]
-    commits: Mapping[Partition, Sequence[Commit]]
+    commits: Mapping[Partition, CommitSeries]
     settings: CostSettings
     #: the commits the current generation may read: [its completion - horizons, next start or resume horizon]
     window: tuple[datetime, datetime] | None = None
@@ -571,12 +634,9 @@ class _Context:
     #: the broker's clock: its assign line for the generation comes after it
     joined: Mapping[tuple[str, int], datetime] = dataclasses.field(default_factory=dict)
 
-    def commits_of(self, p: Partition) -> Sequence[Commit]:
-        commits = self.commits.get(p, ())
-        if self.window is None or not commits:
-            return commits
-        lo, hi = self.window
-        return [c for c in commits if lo <= c.at <= hi]
+    def commits_of(self, p: Partition) -> CommitSeries:
+        commits = self.commits.get(p, _NO_COMMITS)
+        return commits if self.window is None else commits.between(*self.window)
 
     def enter(self, g: CostGeneration) -> None:
         at = g.order_time
@@ -588,11 +648,11 @@ class _Context:
         self.window = (lo, min(hi, g.ended_at) if g.ended_at is not None else hi)
 
 
-def _departed_stop(stop: _End, commits: Sequence[Commit]) -> None:
+def _departed_stop(stop: _End, commits: CommitSeries) -> None:
     """An owner that is not a member of the new generation and logged no revocation: it may have left
     cleanly at the rebalance's start, or died a session timeout before it. Its last commit before the join
     ended is the earliest it can have stopped; no point is claimed."""
-    before = [c for c in commits if stop.high is None or c.at <= stop.high]
+    before = commits.between(None, stop.high)
     if before and (stop.low is None or before[-1].at < stop.low):
         stop.low = before[-1].at
     stop.point, stop.source = None, SOURCE_BOUND
@@ -662,7 +722,8 @@ def _consumer_change(ctx: _Context, g: CostGeneration, old: dict[Partition, str]
             # precedes the epoch's start) the stop's low bound is its last commit (it commits before it revokes).
             stop_low = h.requested_at
             if stop_low is None and h.released_at is not None:
-                stop_low = max((c.at for c in ctx.commits_of(p) if c.at <= h.released_at), default=None)
+                released = ctx.commits_of(p).between(None, h.released_at)
+                stop_low = released[-1].at if released else None
             stop = _End(stop_low, h.released_at) if stop_low is not None or h.released_at is not None \
                 else _End(low, None)
             resume = _End(h.assigned_at or low, None)
@@ -855,7 +916,7 @@ def rebalance_costs(generations: Iterable[Any], events: Iterable[Any] = (),
     gens = sorted((cost_generation(r) for r in generations),
                   key=lambda g: (g.order_time or datetime.min, g.generation))
     lines, syncs = client_lines(events)
-    ctx = _Context(lines, commits or {}, settings)
+    ctx = _Context(lines, _series(commits or {}), settings)
     wanted = None if only is None else set(only)
     rows: list[RebalanceCostRow] = []
     before: CostGeneration | None = None
@@ -915,7 +976,7 @@ def partition_seconds_hours(rows: Iterable[RebalanceCostRow]) -> float:
                for r in rows) / 3600.0
 
 
-def commits_by_partition(rows: Iterable[Any]) -> dict[Partition, list[Commit]]:
+def commits_by_partition(rows: Iterable[Any]) -> dict[Partition, CommitSeries]:
     """(topic, partition, at, offset) rows or mappings -> each partition's commits in time order."""
     out: dict[Partition, list[Commit]] = {}
     for r in rows:
@@ -923,6 +984,4 @@ def commits_by_partition(rows: Iterable[Any]) -> dict[Partition, list[Commit]]:
         if at is None or offset is None or (isinstance(offset, float) and math.isnan(offset)):
             continue
         out.setdefault(Partition(str(_get(r, "topic")), int(_get(r, "partition"))), []).append(Commit(at, int(offset)))
-    for commits in out.values():
-        commits.sort(key=lambda c: (c.at, c.offset))
-    return out
+    return _series(out)

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -33,8 +34,10 @@ from coordinator_core.cost import (
     PAUSE_EVENT_TYPES,
     POSITION_EVENT_TYPES,
     RESUME_EVENT_TYPES,
+    CommitSeries,
     CostSettings,
 )
+from coordinator_core.history.model import Partition
 from jobs.common.delta_io import Tables
 from jobs.common.kept import kept
 from jobs.common.per_group import DEFAULT_BUCKETS, GROUP_KEY, GroupRows, per_bucket
@@ -187,11 +190,30 @@ def _facts(tables: Tables, touched: DataFrame, bounds: dict[str, dt.datetime], l
     return lines.unionByName(commits)
 
 
+def _commit_series(commits: pd.DataFrame) -> dict[Partition, CommitSeries]:
+    """A group's commit facts per partition, in time order, as `CommitSeries` (integer columns): a night
+    brings every commit of a touched group, and a dict per commit cost more than the cost itself."""
+    commits = commits[commits["timestamp"].notna().to_numpy() & commits["offset"].notna().to_numpy()]
+    if commits.empty:
+        return {}
+    at = commits["timestamp"].to_numpy().astype("datetime64[us]").view(np.int64)
+    offset = commits["offset"].to_numpy().astype(np.int64)
+    partition = commits["partition"].to_numpy().astype(np.int64)
+    codes, topics = pd.factorize(commits["topic"], use_na_sentinel=False)
+    order = np.lexsort((offset, at, partition, codes))
+    at, offset, partition, codes = at[order], offset[order], partition[order], codes[order]
+    starts = np.flatnonzero(np.r_[True, (codes[1:] != codes[:-1]) | (partition[1:] != partition[:-1])])
+    stops = np.append(starts[1:], len(order))
+    at_list, offset_list = at.tolist(), offset.tolist()
+    return {Partition(str(topics[codes[a]]), int(partition[a])): CommitSeries(at_list, offset_list, a, b)
+            for a, b in zip(starts.tolist(), stops.tolist(), strict=True)}
+
+
 def _cost_fn(settings: CostSettings) -> Callable[[pd.DataFrame, pd.DataFrame], GroupRows]:
     def run(generations: pd.DataFrame, facts: pd.DataFrame) -> GroupRows:
         import json
 
-        from coordinator_core.cost import commits_by_partition, cost_generation, rebalance_costs
+        from coordinator_core.cost import cost_generation, rebalance_costs
 
         if generations.empty:
             return []
@@ -206,10 +228,9 @@ def _cost_fn(settings: CostSettings) -> Callable[[pd.DataFrame, pd.DataFrame], G
             for h in r["partition_handovers"]:
                 for name in ("revocation_requested_at", "released_at", "assigned_at"):
                     h[name] = dt.datetime.fromisoformat(h[name]) if h.get(name) else None
-        known = plain_records(facts)
-        lines = [f for f in known if f["kind"] == "line"]
-        commits = commits_by_partition({"topic": f["topic"], "partition": f["partition"], "at": f["timestamp"],
-                                        "offset": f["offset"]} for f in known if f["kind"] == "commit")
+        is_line = (facts["kind"] == "line").to_numpy(dtype=bool)
+        lines = plain_records(facts[is_line])
+        commits = _commit_series(facts[~is_line])
         wanted = [cost_generation(r) for r in rows]
         only = {g.generation for g in wanted if g.order_time is not None and g.order_time >= lo}
         costs = rebalance_costs(rows, lines, commits, settings, only=only)

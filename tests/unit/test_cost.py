@@ -32,6 +32,7 @@ from coordinator_core.cost import (
     SOURCE_CLIENT,
     STATIC_RESTART_KIND,
     Commit,
+    CommitSeries,
     CostSettings,
     RebalanceCostRow,
     commits_by_partition,
@@ -538,3 +539,34 @@ def test_records_delayed_are_within_ten_percent_where_rates_are_steady(group) ->
     alone = rebalance_costs(gens, (), commits)[-1]
     assert alone.records_delayed_low is not None and alone.records_delayed_low <= sum(truth.values()) + len(truth)
     assert alone.records_delayed_high is None or sum(truth.values()) <= alone.records_delayed_high + len(truth)
+
+
+# ---------------------------------------------------------------------------------------------------
+# CommitSeries: a partition's commits as integers, read by window
+
+
+_TIMES = st.integers(0, 5_000_000).map(lambda us: T0 + dt.timedelta(microseconds=us * 7))
+
+
+@given(st.lists(st.tuples(_TIMES, st.integers(0, 50)), max_size=40), st.one_of(st.none(), _TIMES),
+       st.one_of(st.none(), _TIMES))
+@settings(max_examples=300, deadline=None)
+def test_commit_series_reads_as_the_sorted_list(raw: list[tuple[dt.datetime, int]], low: dt.datetime | None,
+                                                 high: dt.datetime | None) -> None:
+    """`between` is the list filter it replaces, indexing and slicing give the Commit objects of the list
+    sorted by (time, offset), on a series built from Commit objects or from the integer columns."""
+    ordered = sorted((Commit(at, offset) for at, offset in raw), key=lambda c: (c.at, c.offset))
+    series = CommitSeries.of(Commit(at, offset) for at, offset in raw)
+    epoch = dt.datetime(1970, 1, 1)
+    from_columns = CommitSeries([(c.at - epoch) // dt.timedelta(microseconds=1) for c in ordered],
+                                [c.offset for c in ordered])
+    for s in (series, from_columns):
+        assert list(s) == ordered
+        window = s.between(low, high)
+        assert list(window) == [c for c in ordered if (low is None or c.at >= low) and (high is None or c.at <= high)]
+        assert window.times() == [c.at for c in window]
+        if window:
+            expected = list(window)
+            assert window[-1] == expected[-1] and window[0] == expected[0]
+        assert list(s[1:-1]) == ordered[1:-1]
+        assert list(s[2:][:3]) == ordered[2:][:3]
