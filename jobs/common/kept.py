@@ -28,14 +28,14 @@ def kept(frame: DataFrame) -> tuple[DataFrame, Callable[[], None]]:
     materialized at once, and the caller gets a frame over the cached rows (a LogicalRDD).
     """
     if (frame.sparkSession.sparkContext.master or "").startswith("local"):
-        checkpoint = frame.localCheckpoint(eager=True)
+        checkpoint = frame.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
 
         def release() -> None:
             # The checkpoint's blocks belong to the RDD under its plan, not to Spark's cache manager.
             checkpoint._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
         return checkpoint, release
-    cached = frame.persist(StorageLevel.MEMORY_AND_DISK)
+    cached = frame.persist(StorageLevel.DISK_ONLY)
     cached.count()
     spark = frame.sparkSession
     over_cached_rows = DataFrame(spark._jsparkSession.createDataFrame(cached._jdf.rdd(), cached._jdf.schema()), spark)
