@@ -328,20 +328,33 @@ def _columns(row_type: Any) -> list[dataclasses.Field[Any]]:
     return [f for f in dataclasses.fields(row_type) if f.metadata.get("column", True)]
 
 
+_COLUMN_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _column_names(row_type: type) -> tuple[str, ...]:
+    names = _COLUMN_NAMES.get(row_type)
+    if names is None:
+        names = _COLUMN_NAMES[row_type] = tuple(f.name for f in _columns(row_type))
+    return names
+
+
 def to_dict(row: Any) -> dict[str, Any]:
     """A row (or nested struct) as plain values: tuples of structs become lists of dicts, tuples of
-    scalars lists. Fields that are not columns (``NOT_A_COLUMN``) are left out."""
-    out: dict[str, Any] = {}
-    for f in _columns(row):
-        out[f.name] = _plain(getattr(row, f.name))
-    return out
+    scalars lists. Fields that are not columns (``NOT_A_COLUMN``) are left out. (Every row a fold writes
+    passes here: the field names are looked up once per row type, and plain values pass straight through.)"""
+    return {name: _plain(getattr(row, name)) for name in _column_names(type(row))}
+
+
+_PLAIN: Final = (str, int, float, datetime, type(None))
 
 
 def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_dict(value)
+    if isinstance(value, _PLAIN):
+        return value
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_dict(value)
     return value
 
 
