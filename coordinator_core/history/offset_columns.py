@@ -5,16 +5,20 @@ record-by-record walk of `continue_offsets` (a Python dict per record, a branch 
 commit; here the same rule runs on arrays, and Python touches only what the rule reports (rewinds, commits
 by non-members, stalls) and one entry per partition of the state.
 
-The group's night qualifies when its new records are offset commits (none in an open transaction),
-GroupMetadata generations and placeholders and other groups' kinds the fold skips, and its state carries
-nothing that is still open: no tail, tombstone, log line or provisional row. Then the walk is:
+The group's night qualifies when its new records are offset commits and offset tombstones (none in an
+open transaction), classic generations and placeholders, KIP-848 epochs, members and other consumer-group
+records, and other groups' kinds the fold skips; when it brings no log line; and when its state carries
+nothing unsettled: no tail, provisional row, log line or group tombstone (its settled offset tombstones, still
+open to late lines, are classified again as the walk does). Then the walk is:
 
-* the group's *context* (generation, members) changes only at a GroupMetadata record, and each change
+* the group's *context* (generation or epoch, members) changes only at a GroupMetadata or
+  ConsumerGroupMetadata record (an epoch's members: those joined and not left before it), and each change
   closes every partition's run: the records fall into *epochs* between changes;
-* per partition (its commits in log order, the state's last commit before them), a commit whose offset
-  went back is a rewind, one made while the generation had no members a non-member commit (both close the
-  partition's run); a commit continues the run when it repeats the offset in the same epoch, else it starts
-  one where the generation has members;
+* per partition (its commits and tombstones in log order, the state's last commit before them), a commit
+  whose offset went back is a rewind, one made while the generation had no members a non-member commit
+  (both close the partition's run); a commit continues the run when it repeats the offset in the same
+  epoch, else it starts one where the generation has members; a tombstone closes the run, gets its row
+  (`offset_fold.Classifier`, the walk's own) and removes the partition: the next commit has no previous;
 * each run, new or carried, gives its stall row if it is long enough, as `continue_offsets` does.
 
 `continue_offsets_columns` returns None for a night that does not qualify: the caller walks it with
@@ -35,25 +39,42 @@ from coordinator_core.history.inputs import ABORTED
 from coordinator_core.history.model import NON_MEMBER_COMMIT, REWIND, OffsetEventRow
 from coordinator_core.history.offset_fold import (
     _MIN,
+    CLASSIC_LIVE,
     COMMIT,
+    CONSUMER_LIVE,
+    CONSUMER_RECORD,
+    CONSUMER_RECORD_TOMBSTONE,
     DEFAULT_HORIZON_MS,
+    EPOCH,
     GENERATION,
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    OFFSET_TOMBSTONE,
     OTHER,
     PLACEHOLDER,
     STATE_VERSION,
     TRANSACTION_OPEN,
+    Classifier,
     OffsetFoldResult,
     _checked,
+    _key,
+    _key_order,
     _Run,
     _stall_row,
     _time,
+    _tombstone_input,
+    classify_again,
+    open_tombstones,
 )
 from coordinator_core.history.offsets import explain_non_member, explain_rewind, offset_row
 
-#: The record kinds a qualifying night may hold (the fold does nothing with placeholders and other kinds).
-SIMPLE_KINDS = frozenset((COMMIT, GENERATION, PLACEHOLDER, OTHER))
-#: What a state must not carry for the night to qualify: all of it is about records or lines still open.
-_OPEN_PARTS = ("tail", "tombstones", "events", "provisional", "group_tombstones_ms")
+#: The record kinds a qualifying night may hold: commits and offset tombstones, either protocol's generations
+#: and KIP-848 members (the fold does nothing with placeholders, other KIP-848 records and other kinds).
+SIMPLE_KINDS = frozenset((COMMIT, OFFSET_TOMBSTONE, GENERATION, PLACEHOLDER, OTHER, EPOCH, MEMBER_JOINED, MEMBER_LEFT,
+                          CONSUMER_RECORD, CONSUMER_RECORD_TOMBSTONE))
+#: What a state must not carry for the night to qualify: records or lines still open (its settled offset
+#: tombstones are classified again here, as the walk does).
+_OPEN_PARTS = ("tail", "events", "provisional", "group_tombstones_ms")
 
 
 @dataclass(frozen=True)
@@ -89,6 +110,7 @@ class RecordArrays:
     metadata: np.ndarray
     generation: Ints
     member_count: Ints
+    member_id: np.ndarray
 
     def __len__(self) -> int:
         return len(self.record_offset)
@@ -133,6 +155,7 @@ def record_arrays(table: pa.Table) -> RecordArrays:
         metadata=_strings(table.column("metadata")),
         generation=_ints(table.column("generation")),
         member_count=_ints(table.column("member_count")),
+        member_id=_strings(table.column("member_id")),
     )
 
 
@@ -140,7 +163,7 @@ def record_arrays_from_dicts(records: Sequence[Mapping[str, Any]]) -> RecordArra
     """`record_arrays` of records as `offset_fold.fold_record` gives them (tests, and callers without Arrow)."""
     int_fields = ("record_partition", "record_offset", "timestamp_ms", "partition", "offset", "expire_ms",
                   "generation", "member_count")
-    str_fields = ("kind", "transaction_outcome", "topic", "metadata")
+    str_fields = ("kind", "transaction_outcome", "topic", "metadata", "member_id")
     columns = {name: pa.array([r[name] for r in records], pa.int64()) for name in int_fields}
     columns.update({name: pa.array([r[name] for r in records], pa.string()) for name in str_fields})
     return record_arrays(pa.table(columns))
@@ -159,16 +182,23 @@ def _in_log_order_if_qualifying(held: Mapping[str, Any], records: RecordArrays) 
     kind = records.kind
     if not set(kind.tolist()) <= SIMPLE_KINDS:
         return None
-    if np.any(records.transaction_outcome[kind == COMMIT] == TRANSACTION_OPEN):
+    if np.any(records.transaction_outcome[(kind == COMMIT) | (kind == OFFSET_TOMBSTONE)] == TRANSACTION_OPEN):
         return None
     recs = records.take(np.lexsort((records.record_partition, records.record_offset)))
     ro, rp = recs.record_offset, recs.record_partition
     if np.any((ro[1:] == ro[:-1]) & (rp[1:] == rp[:-1])):
         return None  # a position given twice: the record-by-record walk settles which one counts
-    walked = (recs.kind == COMMIT) & (recs.transaction_outcome != ABORTED)
-    if np.any(recs.offset.null[walked] | recs.partition.null[walked]):
+    walked = _walked(recs)
+    if np.any(recs.partition.null[walked]) or np.any(recs.offset.null[walked & (recs.kind == COMMIT)]):
         return None
     return recs
+
+
+def _walked(recs: RecordArrays) -> np.ndarray:
+    """The records the walk reads per partition: commits and offset tombstones, but for aborted ones."""
+    commits = (recs.kind == COMMIT) | (recs.kind == OFFSET_TOMBSTONE)
+    walked: np.ndarray = commits & (recs.transaction_outcome != ABORTED)
+    return walked
 
 
 def _ctx(value: int | None) -> Ints:
@@ -186,22 +216,22 @@ def continue_offsets_columns(  # noqa: PLR0915 - one pass of array steps, in the
 ) -> OffsetFoldResult | None:
     """`offset_fold.continue_offsets(state, records, group_id=...)` (no log lines, no sweeps) over columns, or
     None when the night does not qualify (see the module docstring). `horizon_ms` is the same parameter as
-    there: a qualifying night has nothing open that it would keep."""
-    del horizon_ms  # nothing of a qualifying night is held for late evidence
+    there: how long the night's tombstones stay open to late evidence in the state."""
     held = _checked(state)
     recs = _in_log_order_if_qualifying(held, records)
     if recs is None:
         return None
     n, kind, ro, ts = len(recs), recs.kind, recs.record_offset, recs.timestamp_ms
-    walked = (kind == COMMIT) & (recs.transaction_outcome != ABORTED)
+    walked = _walked(recs)
     times = ts.values[~ts.null]
     watermark = max([*([int(times.max())] if len(times) else []),
                      *([held["watermark_ms"]] if held["watermark_ms"] is not None else [])], default=None)
 
     # The group's context at each record: the last GroupMetadata generation at or before it, else the state's.
-    is_gen = kind == GENERATION
+    is_gen = (kind == GENERATION) | (kind == EPOCH)
     gens = np.flatnonzero(is_gen)
-    gen, members = recs.generation.take(gens), recs.member_count.take(gens)
+    member_count, consumer_members = _context_members(recs, held["consumer_members"])
+    gen, members = recs.generation.take(gens), member_count.take(gens)
     before_gen = _concat(_ctx(held["generation"]), gen.take(slice(0, -1))) if len(gens) else gen
     before_members = _concat(_ctx(held["members"]), members.take(slice(0, -1))) if len(gens) else members
     changed = ~(_same(gen, before_gen) & _same(members, before_members))
@@ -214,17 +244,18 @@ def continue_offsets_columns(  # noqa: PLR0915 - one pass of array steps, in the
     held_gen, held_members = _ctx(held["generation"]), _ctx(held["members"])
     ctx_gen = Ints(np.where(has_ctx, recs.generation.values[at], held_gen.values[0]),
                    np.where(has_ctx, recs.generation.null[at], held_gen.null[0]))
-    ctx_members = Ints(np.where(has_ctx, recs.member_count.values[at], held_members.values[0]),
-                       np.where(has_ctx, recs.member_count.null[at], held_members.null[0]))
+    ctx_members = Ints(np.where(has_ctx, member_count.values[at], held_members.values[0]),
+                       np.where(has_ctx, member_count.null[at], held_members.null[0]))
     ctx_has = has_ctx | bool(held["has_generations"])
     with_members = ctx_has & ~ctx_members.null & (ctx_members.values != 0)   # where a run may start
     no_members = ctx_has & ~ctx_members.null & (ctx_members.values == 0)     # a commit here is a non-member's
 
-    # The walked commits, per partition (topic, partition) in log order.
+    # The walked commits and offset tombstones, per partition (topic, partition) in log order. A tombstone
+    # closes the partition's run and removes it: the next commit has no previous offset.
     c = np.flatnonzero(walked)
     c = c[np.lexsort((c, recs.partition.values[c], recs.topic_code[c]))]
     topic_code, part = recs.topic_code[c], recs.partition.values[c]
-    offset = recs.offset.values[c]
+    offset, tomb = recs.offset.values[c], kind[c] == OFFSET_TOMBSTONE
     first = np.ones(len(c), dtype=bool)
     first[1:] = (topic_code[1:] != topic_code[:-1]) | (part[1:] != part[:-1])
     held_parts = {(p["topic"], p["partition"]): p for p in held["partitions"]}
@@ -232,28 +263,33 @@ def continue_offsets_columns(  # noqa: PLR0915 - one pass of array steps, in the
     tps = [(recs.topic[c[i]], int(part[i])) for i in starts_at]
     held_of = [held_parts.get(tp) for tp in tps]
     previous = Ints(np.empty(len(c), dtype=np.int64), np.zeros(len(c), dtype=bool))
-    previous.values[1:] = offset[:-1]
+    previous.values[1:], previous.null[1:] = offset[:-1], tomb[:-1]
+    expire = recs.expire_ms.take(c)
+    previous_expire = Ints(np.empty(len(c), dtype=np.int64), np.zeros(len(c), dtype=bool))
+    previous_expire.values[1:], previous_expire.null[1:] = expire.values[:-1], expire.null[:-1] | tomb[:-1]
     held_run = np.zeros(len(c), dtype=bool)
     for i, p in zip(starts_at, held_of, strict=True):
         previous.values[i] = p["last_offset"] if p is not None else 0
         previous.null[i] = p is None
+        previous_expire.values[i] = p["last_expire_ms"] if p is not None and p["last_expire_ms"] is not None else 0
+        previous_expire.null[i] = p is None or p["last_expire_ms"] is None
         held_run[i] = p is not None and p["run_count"] is not None
     delta = offset - previous.values
     c_epoch = epoch[c]
-    non_member = no_members[c]
-    rewind = ~previous.null & (delta < 0)
+    non_member = no_members[c] & ~tomb
+    rewind = ~previous.null & (delta < 0) & ~tomb
     flagged = non_member | rewind
     # A commit continues the partition's run when it repeats the run's offset in the run's epoch; where the
     # generation has no members no run starts, so there only a carried run goes on (from the first commit).
     same_epoch = np.empty(len(c), dtype=bool)
     same_epoch[1:] = c_epoch[1:] == c_epoch[:-1]
     same_epoch[first] = held_run[first] & (c_epoch[first] == 0)
-    linked = same_epoch & ~previous.null & (delta == 0) & ~flagged
+    linked = same_epoch & ~previous.null & (delta == 0) & ~flagged & ~tomb
     broken = np.cumsum(~linked)
     segment = np.cumsum(first) - 1
     broken_before = (broken - (~linked))[starts_at]           # breaks before each partition's first commit
     unbroken = (broken - broken_before[segment]) == 0
-    may_start = with_members[c]
+    may_start = with_members[c] & ~tomb
     continues = np.where(may_start, linked, linked & unbroken)
     starts = ~continues & may_start
     in_run = continues | starts
@@ -298,7 +334,25 @@ def continue_offsets_columns(  # noqa: PLR0915 - one pass of array steps, in the
                                  ts.item(i), int(ro[i]), int(offset[j]), previous.item(j), ctx_gen.item(i),
                                  ctx_members.item(i), bool(ctx_has[i]), recs.metadata[i]))
 
-    # The state after the last record: each partition's last commit, and its run unless an epoch closed it.
+    # Offset tombstones, classified as the walk does (no log line: this fold takes no night with one), and
+    # the settled ones of earlier nights, classified again (their rows change only with new evidence).
+    classifier = Classifier(group_id, [], [], [])
+    tombstones = []
+    for j in np.flatnonzero(tomb).tolist():
+        i, tp = c[j], segment_tp[int(starts_at[segment[j]])]
+        t = _tombstone_input({"record_offset": int(ro[i]), "timestamp_ms": ts.item(i)}, topic=tp[0], partition=tp[1],
+                             previous_offset=previous.item(j), previous_expire_ms=previous_expire.item(j),
+                             generation=ctx_gen.item(i), group_members=ctx_members.item(i))
+        tombstones.append((t, classifier.classify(t)))
+    rows += [row for _, row in tombstones]
+    settled, reclassified = classify_again(held["tombstones"], classifier, rows)
+    withdrawn = sorted(set(reclassified) - {_key(row) for row in rows}, key=_key_order)
+
+    def within_horizon(t: int | None) -> bool:
+        return watermark is None or (t is not None and t >= watermark - horizon_ms)
+
+    # The state after the last record: each partition's last commit, and its run unless an epoch closed it
+    # (none where its last record is a tombstone).
     final_epoch = int(epoch[-1])
     with_commits = set(segment_tp.values())
     partitions = {tp: _partition(tp, p["last_offset"], p["last_expire_ms"],
@@ -307,6 +361,8 @@ def continue_offsets_columns(  # noqa: PLR0915 - one pass of array steps, in the
     last_run = {tp: (run, e) for tp, run, e in runs}            # each partition's latest run
     for s, last in zip(starts_at.tolist(), segment_last.tolist(), strict=True):
         tp = segment_tp[s]
+        if tomb[last]:
+            continue
         latest = last_run.get(tp)
         still_open = latest is not None and latest[1] == last and int(c_epoch[last]) == final_epoch
         partitions[tp] = _partition(tp, int(offset[last]), recs.expire_ms.item(c[last]),
@@ -316,20 +372,19 @@ def continue_offsets_columns(  # noqa: PLR0915 - one pass of array steps, in the
         "version": STATE_VERSION,
         "watermark_ms": watermark,
         "generation": recs.generation.item(last_ctx) if last_ctx is not None else held["generation"],
-        "members": recs.member_count.item(last_ctx) if last_ctx is not None else held["members"],
+        "members": member_count.item(last_ctx) if last_ctx is not None else held["members"],
         "has_generations": True if last_ctx is not None else bool(held["has_generations"]),
-        "consumer_members": sorted(held["consumer_members"]),
-        "lookback_classic_ms": _lookback_without_live(ts, held["lookback_classic_ms"]),
-        "lookback_consumer_ms": _lookback_classic_live(ts, is_gen | (kind == PLACEHOLDER),
-                                                       held["lookback_consumer_ms"]),
+        "consumer_members": sorted(consumer_members),
+        "lookback_classic_ms": _lookback(ts, _kind_in(kind, CONSUMER_LIVE), held["lookback_classic_ms"]),
+        "lookback_consumer_ms": _lookback(ts, _kind_in(kind, CLASSIC_LIVE), held["lookback_consumer_ms"]),
         "partitions": [partitions[tp] for tp in sorted(partitions)],
         "group_tombstones_ms": [],
-        "tombstones": [],
+        "tombstones": open_tombstones([*settled, *tombstones], within_horizon),
         "events": [],
         "tail": [],
         "provisional": [],
     }
-    return OffsetFoldResult(rows, [], next_state)
+    return OffsetFoldResult(rows, withdrawn, next_state)
 
 
 def _flagged_row(group_id: str, tp: tuple[str, int], non_member: bool, ts: int | None, record_offset: int,
@@ -364,17 +419,36 @@ def _carried(p: Mapping[str, Any], generation: int | None, members: int | None) 
                 generation, members, p["run_metadata"])
 
 
-def _lookback_without_live(ts: Ints, carried: int | None) -> int | None:
-    """`offset_fold._lookback` when no record is of the live kinds: the carried time, capped by every record's."""
-    if carried is None or np.any(ts.null):
-        return None
-    value = min(carried, int(ts.values.min()))
-    return value if value > _MIN else None
+def _kind_in(kind: np.ndarray, kinds: Sequence[str]) -> np.ndarray:
+    out = np.zeros(len(kind), dtype=bool)
+    for k in kinds:
+        out |= kind == k
+    return out
 
 
-def _lookback_classic_live(ts: Ints, live: np.ndarray, carried: int | None) -> int | None:
-    """`offset_fold._lookback` over all the records: for each live record, the oldest time from it to the end
-    (a record without a time: none older can be reached); the greatest of those, or the carried time capped."""
+def _context_members(recs: RecordArrays, held_members: Sequence[str]) -> tuple[Ints, set[str]]:
+    """Each context record's member count, as the walk sees it: a classic generation's own, a KIP-848
+    epoch's the members joined and not left before it (its member records, in log order, from the carried
+    set); and the KIP-848 members after the last record. A Python step over the group-level records only."""
+    count = Ints(np.zeros(len(recs), dtype=np.int64), np.ones(len(recs), dtype=bool))
+    gens = np.flatnonzero(recs.kind == GENERATION)
+    count.values[gens], count.null[gens] = recs.member_count.values[gens], recs.member_count.null[gens]
+    members = set(held_members)
+    kinds, ids = recs.kind, recs.member_id
+    for i in np.flatnonzero(_kind_in(kinds, (EPOCH, MEMBER_JOINED, MEMBER_LEFT))).tolist():
+        if kinds[i] == MEMBER_JOINED:
+            members.add(ids[i])
+        elif kinds[i] == MEMBER_LEFT:
+            members.discard(ids[i])
+        else:
+            count.values[i], count.null[i] = len(members), False
+    return count, members
+
+
+def _lookback(ts: Ints, live: np.ndarray, carried: int | None) -> int | None:
+    """`offset_fold._lookback` over all the records: for each record of the other protocol's live kinds
+    (`live`), the oldest time from it to the end (a record without a time: none older can be reached); the
+    greatest of those, or the carried time capped by every record's."""
     t = np.where(ts.null, _MIN, ts.values)
     oldest_from = np.minimum.accumulate(t[::-1])[::-1]
     through = min(carried if carried is not None else _MIN, int(oldest_from[0]))

@@ -25,7 +25,7 @@ SQL can read it), records are dicts of `OFFSETS_RECORD`'s fields, log lines dict
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -189,7 +189,7 @@ def _tombstone_input(record: Mapping[str, Any] | None, **fields: Any) -> dict[st
     return out
 
 
-class _Classifier:
+class Classifier:
     """Tombstones classified as the rule does (`offsets._tombstone_row`, `offsets._group_tombstone_row`)
     by the group's deletion/expiry lines and the cluster's sweeps within 5 s, and the group's own
     tombstones within 1 s."""
@@ -370,7 +370,7 @@ def continue_offsets(  # noqa: C901, PLR0912, PLR0915 - one pass, one branch per
 
     deletions_ms = [r["timestamp_ms"] for i, r in enumerate(recs)
                     if i in conversions and not conversions[i][0] and r["timestamp_ms"] is not None]
-    classifier = _Classifier(group_id, all_events, list(sweeps), [*held["group_tombstones_ms"], *deletions_ms])
+    classifier = Classifier(group_id, all_events, list(sweeps), [*held["group_tombstones_ms"], *deletions_ms])
 
     walk = _Walk(held["generation"], held["members"], bool(held["has_generations"]), set(held["consumer_members"]))
     for p in held["partitions"]:
@@ -467,17 +467,7 @@ def continue_offsets(  # noqa: C901, PLR0912, PLR0915 - one pass, one branch per
 
     # Tombstones: this run's, and the settled ones still open to late evidence, classified again.
     rows += [row for _, row in tombstones]
-    reclassified: list[RowKey] = []
-    settled_now: list[tuple[dict[str, Any], OffsetEventRow]] = []
-    for s in held["tombstones"]:
-        t = {k: s[k] for k in ("topic", "partition", "record_offset", "timestamp_ms", "previous_offset",
-                               "previous_expire_ms", "generation", "group_members")}
-        row = classifier.classify(t)
-        settled_now.append((t, row))
-        if (row.kind, row.explanation, len(row.evidence)) != (s["kind"], s["explanation"], s["evidence_count"]):
-            rows.append(row)
-            if row.kind != s["kind"]:
-                reclassified.append((s["kind"], s["topic"], s["partition"], s["record_offset"]))
+    settled_now, reclassified = classify_again(held["tombstones"], classifier, rows)
 
     emitted = {_key(row) for row in rows}
     provisional: set[RowKey] = set()
@@ -491,8 +481,6 @@ def continue_offsets(  # noqa: C901, PLR0912, PLR0915 - one pass, one branch per
 
     before = recs[:cut]
     settled_run = [x for x in tombstones if checkpoint is None or x[0]["record_offset"] < checkpoint]
-    kept_tombstones = [(t, row) for t, row in [*settled_now, *settled_run]
-                       if t["timestamp_ms"] is not None and within_horizon(t["timestamp_ms"])]
     next_state = {
         "version": STATE_VERSION,
         "watermark_ms": watermark,
@@ -508,14 +496,43 @@ def continue_offsets(  # noqa: C901, PLR0912, PLR0915 - one pass, one branch per
                                                       if i in conversions and not conversions[i][0]
                                                       and r["timestamp_ms"] is not None]]
                                       if within_horizon(ts, TOMBSTONE_MATCH_MS)),
-        "tombstones": [{**t, "kind": row.kind, "explanation": row.explanation, "evidence_count": len(row.evidence)}
-                       for t, row in sorted(kept_tombstones, key=lambda x: x[0]["record_offset"])],
+        "tombstones": open_tombstones([*settled_now, *settled_run], within_horizon),
         "events": [e for e in all_events if within_horizon(_micros(e["at"]) // 1000, LOG_MATCH_MS)],
         "tail": recs[cut:],
         "provisional": [dict(zip(("kind", "topic", "partition", "record_offset"), k, strict=True))
                         for k in sorted(provisional, key=lambda k: (k[3], k[0], k[1] or "", k[2] or -1))],
     }
     return OffsetFoldResult(rows, withdrawn, next_state)
+
+
+#: A tombstone as the classifier reads it (`_tombstone_input`), with the row it gave.
+Classified = tuple[dict[str, Any], OffsetEventRow]
+
+
+def classify_again(held_tombstones: Sequence[Mapping[str, Any]], classifier: Classifier,
+                   rows: list[OffsetEventRow]) -> tuple[list[Classified], list[RowKey]]:
+    """The settled tombstones still open to late evidence, classified again: each with its row now (a row
+    that changed is added to `rows`), and the grains of those whose kind changed (their old rows go)."""
+    settled: list[Classified] = []
+    reclassified: list[RowKey] = []
+    for s in held_tombstones:
+        t = {k: s[k] for k in ("topic", "partition", "record_offset", "timestamp_ms", "previous_offset",
+                               "previous_expire_ms", "generation", "group_members")}
+        row = classifier.classify(t)
+        settled.append((t, row))
+        if (row.kind, row.explanation, len(row.evidence)) != (s["kind"], s["explanation"], s["evidence_count"]):
+            rows.append(row)
+            if row.kind != s["kind"]:
+                reclassified.append((s["kind"], s["topic"], s["partition"], s["record_offset"]))
+    return settled, reclassified
+
+
+def open_tombstones(classified: Iterable[Classified], within_horizon: Callable[[int | None], bool]
+                    ) -> list[dict[str, Any]]:
+    """The state's tombstones: those still within the horizon, with what they were classified as."""
+    kept = [(t, row) for t, row in classified if t["timestamp_ms"] is not None and within_horizon(t["timestamp_ms"])]
+    return [{**t, "kind": row.kind, "explanation": row.explanation, "evidence_count": len(row.evidence)}
+            for t, row in sorted(kept, key=lambda x: x[0]["record_offset"])]
 
 
 def _key(row: OffsetEventRow) -> RowKey:

@@ -17,7 +17,17 @@ from hypothesis import strategies as st
 from coordinator_core.history.inputs import GroupRecord
 from coordinator_core.history.offset_columns import continue_offsets_columns, record_arrays_from_dicts
 from coordinator_core.history.offset_fold import OffsetFoldResult, continue_offsets, fold_record
-from tests.unit.test_history_builders import GROUP, commit, generation, member, placeholder
+from tests.unit.test_history_builders import (
+    GROUP,
+    cg_epoch,
+    cg_member,
+    cg_target_epoch,
+    commit,
+    generation,
+    member,
+    offset_tombstone,
+    placeholder,
+)
 from tests.unit.test_offset_fold import STALL, History, _plan, histories
 
 
@@ -33,12 +43,17 @@ def _same_result(columns: OffsetFoldResult, rows: OffsetFoldResult) -> None:
 @st.composite
 def ordinary_histories(draw: st.DrawFn) -> tuple[list[GroupRecord], list[int]]:
     """An ordinary group's archive (commits that repeat, advance and go back on three partitions, generations
-    with and without members, placeholders, aborted and committed transactions), and the run of each record."""
+    with and without members, placeholders, aborted and committed transactions, offset tombstones: deleted or
+    expired offsets, whose rows stay open to late log lines for the horizon), and the run of each record."""
     records: list[GroupRecord] = []
     seconds, gen = 0.0, 0
     for offset in range(draw(st.integers(1, 60), label="records")):
-        seconds += draw(st.sampled_from([0.0, 0.4, 0.8, 1.5, 4.0, 30.0]))
-        what = draw(st.sampled_from(["commit"] * 10 + ["generation", "generation", "placeholder"]))
+        seconds += draw(st.sampled_from([0.0, 0.4, 0.8, 1.5, 4.0, 30.0, 40_000.0]))
+        what = draw(st.sampled_from(["commit"] * 10 + ["generation", "generation", "placeholder", "tombstone"]))
+        if what == "tombstone":
+            records.append(offset_tombstone(offset, seconds, draw(st.sampled_from(["orders", "payments"])),
+                                            draw(st.integers(0, 1))))
+            continue
         if what == "commit":
             records.append(commit(offset, seconds, draw(st.sampled_from(["orders", "payments"])),
                                   draw(st.integers(0, 1)), draw(st.sampled_from([5, 5, 5, 7, 7, 10, 3])),
@@ -68,6 +83,54 @@ def test_an_ordinary_groups_nights_fold_over_columns_as_record_by_record(case: A
         expected = continue_offsets(state, new, group_id=GROUP, **STALL)
         got = continue_offsets_columns(copy.deepcopy(state), record_arrays_from_dicts(new), group_id=GROUP, **STALL)
         assert got is not None, f"run {run} of an ordinary group was not taken"
+        _same_result(got, expected)
+        state = copy.deepcopy(expected.state)
+
+
+@st.composite
+def consumer_protocol_histories(draw: st.DrawFn) -> tuple[list[GroupRecord], list[int]]:
+    """A KIP-848 group's archive: commits, epochs (bumped or repeated), members joining and leaving (one may
+    leave twice or join again), other consumer-group records, and a classic generation (a group converted
+    from the classic protocol), and the run of each record."""
+    records: list[GroupRecord] = []
+    seconds, epoch = 0.0, 0
+    for offset in range(draw(st.integers(1, 60), label="records")):
+        seconds += draw(st.sampled_from([0.0, 0.4, 0.8, 1.5, 4.0, 30.0]))
+        what = draw(st.sampled_from(["commit"] * 10 + ["epoch", "epoch", "join", "join", "leave", "target",
+                                                      "generation"]))
+        if what == "commit":
+            records.append(commit(offset, seconds, "orders", draw(st.integers(0, 2)),
+                                  draw(st.sampled_from([5, 5, 5, 7, 7, 10, 3])),
+                                  outcome=draw(st.sampled_from([None, None, "committed", "aborted"]))))
+        elif what == "epoch":
+            epoch += draw(st.integers(0, 1))
+            records.append(cg_epoch(offset, seconds, epoch))
+        elif what in ("join", "leave"):
+            records.append(cg_member(offset, seconds, draw(st.sampled_from(["m-1", "m-2", "m-3"])),
+                                     "c" if what == "join" else None))
+        elif what == "target":
+            records.append(cg_target_epoch(offset, seconds, epoch))
+        else:
+            records.append(generation(offset, seconds, draw(st.integers(1, 3)), [member("c-1", "c")]))
+    k = draw(st.integers(1, 5), label="runs")
+    cuts = sorted(draw(st.lists(st.integers(0, len(records)), min_size=k - 1, max_size=k - 1)))
+    return records, [sum(1 for c in cuts if c <= i) for i in range(len(records))]
+
+
+@settings(max_examples=120, deadline=None)
+@given(consumer_protocol_histories())
+def test_a_consumer_protocol_groups_nights_fold_over_columns_as_record_by_record(case: Any) -> None:
+    """KIP-848 groups (4.x's default for new consumers) are ordinary too: each epoch's member count is the
+    members joined and not left before it, carried from night to night in the state."""
+    records, record_run = case
+    state: dict[str, Any] | None = None
+    for run in range(max(record_run) + 1):
+        new = [fold_record(r) for i, r in enumerate(records) if record_run[i] == run]
+        if not new:
+            continue
+        expected = continue_offsets(state, new, group_id=GROUP, **STALL)
+        got = continue_offsets_columns(copy.deepcopy(state), record_arrays_from_dicts(new), group_id=GROUP, **STALL)
+        assert got is not None, f"run {run} of a consumer-protocol group was not taken"
         _same_result(got, expected)
         state = copy.deepcopy(expected.state)
 
