@@ -115,11 +115,13 @@ def fold_fn(stall_min_commits: int, stall_min_ms: int, horizon_ms: int) -> Calla
             return g
 
         # Column by column (Arrow's to_pylist per column): a row-wise to_pylist of this wide, nested input
-        # cost five times the fold itself.
+        # cost five times the fold itself. The nested state column is filtered alone, for the state rows:
+        # filtering it with the records (where it is null) cost 4 us a record, more than the fold.
         part = inputs.column("_part")
-        states = inputs.filter(pc.equal(part, STATE))
+        states = inputs.select(["cluster", "group_id", "offsets"]).filter(pc.equal(part, STATE))
         for cluster, group_id, state in zip(*_columns(states, ["cluster", "group_id", "offsets"]), strict=True):
             group(cluster, group_id).state = state
+        inputs = inputs.drop_columns(["offsets"])
         decided = inputs.filter(pc.equal(part, DECIDED))
         for cluster, group_id, partition, offset, outcome in zip(*_columns(decided, [
                 "cluster", "group_id", "record_partition", "record_offset", "transaction_outcome"]), strict=True):
