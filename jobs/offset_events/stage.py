@@ -226,7 +226,13 @@ def fold_offset_events(
     if since is not None and not any(tables.data_changed_since(spec, int(since.get(spec.name, 0)))
                                      for spec in inputs_read):
         return _nothing(tables)
-    inputs, release_inputs = _kept_inputs(read_run_inputs(tables, since, versions))
+    inputs, release_inputs = read_run_inputs(tables, since, versions), (lambda: None)
+    if since is not None and int(since.get(OFFSET_COMMITS.name, 0)) > 0:
+        # From the change feed, the new commits are a join of the feed's inserts and its transaction decisions:
+        # computed once and kept. A first run or a rebuild reads offset_commits as it stands, and reading it
+        # again (each read takes only the columns it needs) costs less than setting every record aside: at 3M
+        # records 12-13 s for the step against 17-18 s.
+        inputs, release_inputs = _kept_inputs(inputs)
     news = (inputs.records.select("cluster", F.lit(1).alias("_record"))
             .unionByName(inputs.events.select("cluster", F.lit(0).alias("_record")))
             .unionByName(inputs.sweeps.select("cluster", F.lit(0).alias("_record")))
