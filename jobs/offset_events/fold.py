@@ -1,9 +1,11 @@
 """The offset-event fold on the executors: `coordinator_core.history.offset_fold.continue_offsets` once per
 touched group, one Arrow call per bucket of groups (`jobs.common.per_group`'s buckets).
 
-Two cogrouped inputs per bucket: `FOLD_INPUT` (each group's carried state, its new records, and the
-decided outcomes of its carried open-transaction commits, told apart by `_part`) and `FOLD_LINES` (its
-new deletion/expiry lines, and the cluster's sweep lines near its tombstones, `_sweep`). Out comes
+Two cogrouped inputs per bucket: `FOLD_INPUT` (each group's new records, and the decided outcomes of its
+carried open-transaction commits, told apart by `_part`) and `FOLD_LINES` (its carried state, its new
+deletion/expiry lines, and the cluster's sweep lines near its tombstones, told apart by `_part`). The state, a
+deeply nested struct, travels with the few lines, not with the many records: a null struct per record cost
+the JVM a null per nested field to write and Python 4 us a record to filter. Out comes
 `FOLD_OUTPUT`: offset_events rows to write (`_deleted`: the row's grain to withdraw) and one state row per
 group (`_part` = "state") with what it read, for the run's summary.
 
@@ -28,6 +30,7 @@ from schemas.gold import OFFSET_EVENTS
 from schemas.state import OFFSETS_EVENT, OFFSETS_RECORD, OFFSETS_STATE
 
 STATE, RECORD, DECIDED = "state", "record", "decided"
+LINE, SWEEP = "line", "sweep"
 ROW = "row"
 
 _RECORD_FIELDS = [f.name for f in OFFSETS_RECORD.fields]
@@ -35,12 +38,12 @@ _EVENT_FIELDS = [f.name for f in OFFSETS_EVENT.fields]
 
 FOLD_INPUT = T.StructType([
     T.StructField("cluster", T.StringType()), T.StructField("group_id", T.StringType()),
-    T.StructField(BUCKET, T.IntegerType()), T.StructField("_part", T.StringType()),
-    T.StructField("offsets", OFFSETS_STATE), *OFFSETS_RECORD.fields,
+    T.StructField(BUCKET, T.IntegerType()), T.StructField("_part", T.StringType()), *OFFSETS_RECORD.fields,
 ])
 FOLD_LINES = T.StructType([
     T.StructField("cluster", T.StringType()), T.StructField("group_id", T.StringType()),
-    T.StructField(BUCKET, T.IntegerType()), T.StructField("_sweep", T.BooleanType()), *OFFSETS_EVENT.fields,
+    T.StructField(BUCKET, T.IntegerType()), T.StructField("_part", T.StringType()),
+    T.StructField("offsets", OFFSETS_STATE), *OFFSETS_EVENT.fields,
 ])
 FOLD_OUTPUT = T.StructType([
     *OFFSET_EVENTS.schema.fields, T.StructField("_deleted", T.BooleanType()), T.StructField("_part", T.StringType()),
@@ -114,14 +117,14 @@ def fold_fn(stall_min_commits: int, stall_min_ms: int, horizon_ms: int) -> Calla
                 g = groups[(cluster, group_id)] = _Group()
             return g
 
-        # Column by column (Arrow's to_pylist per column): a row-wise to_pylist of this wide, nested input
-        # cost five times the fold itself. The nested state column is filtered alone, for the state rows:
-        # filtering it with the records (where it is null) cost 4 us a record, more than the fold.
-        part = inputs.column("_part")
-        states = inputs.select(["cluster", "group_id", "offsets"]).filter(pc.equal(part, STATE))
+        # Column by column (Arrow's to_pylist per column): a row-wise to_pylist of a wide, nested input cost
+        # five times the fold itself.
+        line_part = lines.column("_part")
+        states = lines.select(["cluster", "group_id", "offsets"]).filter(pc.equal(line_part, STATE))
         for cluster, group_id, state in zip(*_columns(states, ["cluster", "group_id", "offsets"]), strict=True):
             group(cluster, group_id).state = state
-        inputs = inputs.drop_columns(["offsets"])
+        lines = lines.drop_columns(["offsets"]).filter(pc.not_equal(line_part, STATE))
+        part = inputs.column("_part")
         decided = inputs.filter(pc.equal(part, DECIDED))
         for cluster, group_id, partition, offset, outcome in zip(*_columns(decided, [
                 "cluster", "group_id", "record_partition", "record_offset", "transaction_outcome"]), strict=True):
@@ -130,10 +133,10 @@ def fold_fn(stall_min_commits: int, stall_min_ms: int, horizon_ms: int) -> Calla
         slices = _group_slices(records)
         for key in slices:
             group(*key)
-        for cluster, group_id, sweep, *values in zip(*_columns(lines, ["cluster", "group_id", "_sweep",
-                                                                       *_EVENT_FIELDS]), strict=True):
+        for cluster, group_id, line_kind, *values in zip(*_columns(lines, ["cluster", "group_id", "_part",
+                                                                           *_EVENT_FIELDS]), strict=True):
             g = group(cluster, group_id)
-            (g.sweeps if sweep else g.events).append(dict(zip(_EVENT_FIELDS, values, strict=True)))
+            (g.sweeps if line_kind == SWEEP else g.events).append(dict(zip(_EVENT_FIELDS, values, strict=True)))
         arrays = record_arrays(records) if records.num_rows else None
         out: list[dict[str, Any]] = []
         for (cluster, group_id), g in groups.items():

@@ -19,7 +19,18 @@ from jobs.common.group_state import StateWrites, clear_state, merge_state
 from jobs.common.kept import kept
 from jobs.common.per_group import BUCKET, DEFAULT_BUCKETS, GROUP_KEY, _with_bucket
 from jobs.common.progress import log
-from jobs.offset_events.fold import DECIDED, FOLD_INPUT, FOLD_LINES, FOLD_OUTPUT, RECORD, ROW, STATE, fold_fn
+from jobs.offset_events.fold import (
+    DECIDED,
+    FOLD_INPUT,
+    FOLD_LINES,
+    FOLD_OUTPUT,
+    LINE,
+    RECORD,
+    ROW,
+    STATE,
+    SWEEP,
+    fold_fn,
+)
 from jobs.offset_events.inputs import RunInputs, _empty, read_run_inputs, sweeps_near
 from jobs.offset_events.kinds import CLASSIC_TOMBSTONE, CONSUMER_TOMBSTONE, LOG_MATCH_MS, OFFSET_TOMBSTONE
 from schemas import CONSUMER_GROUP_RECORDS, GROUP_METADATA, OFFSET_COMMITS
@@ -169,15 +180,9 @@ def _fold_inputs(tables: Tables, version: int, inputs: RunInputs, held: DataFram
     decided = (tail.select(*GROUP_KEY, "record_partition", "record_offset")
                .join(inputs.outcome_updates, on=["cluster", "record_partition", "record_offset"], how="inner"))
     record_columns = [F.col(f.name) for f in OFFSETS_RECORD.fields]
-    parts = [
-        held.select(*GROUP_KEY, F.lit(STATE).alias("_part"), "offsets"),
-        inputs.records.select(*GROUP_KEY, F.lit(RECORD).alias("_part"), *record_columns),
-        decided.select(*GROUP_KEY, F.lit(DECIDED).alias("_part"), "record_partition", "record_offset",
-                       "transaction_outcome"),
-    ]
-    rows = parts[0]
-    for part in parts[1:]:
-        rows = rows.unionByName(part, allowMissingColumns=True)
+    rows = (inputs.records.select(*GROUP_KEY, F.lit(RECORD).alias("_part"), *record_columns)
+            .unionByName(decided.select(*GROUP_KEY, F.lit(DECIDED).alias("_part"), "record_partition",
+                                        "record_offset", "transaction_outcome"), allowMissingColumns=True))
     rows = _with_bucket(rows, buckets).select(*[F.col(f.name).cast(f.dataType) for f in FOLD_INPUT.fields])
     # The sweep lines near the group's tombstones (new, carried in its tail, or settled and still open),
     # whichever run archived them: read from the table by cluster and time span.
@@ -187,8 +192,9 @@ def _fold_inputs(tables: Tables, version: int, inputs: RunInputs, held: DataFram
              .unionByName(held.select(*GROUP_KEY, F.explode("offsets.tombstones.timestamp_ms").alias("timestamp_ms"))))
     sweeps = _near_lines(times, sweeps_near(tables, version, times))
     event_columns = [F.col(f.name) for f in OFFSETS_EVENT.fields]
-    lines = (inputs.events.select(*GROUP_KEY, F.lit(False).alias("_sweep"), *event_columns)
-             .unionByName(sweeps.select(*GROUP_KEY, F.lit(True).alias("_sweep"), *event_columns)))
+    lines = (inputs.events.select(*GROUP_KEY, F.lit(LINE).alias("_part"), *event_columns)
+             .unionByName(sweeps.select(*GROUP_KEY, F.lit(SWEEP).alias("_part"), *event_columns))
+             .unionByName(held.select(*GROUP_KEY, F.lit(STATE).alias("_part"), "offsets"), allowMissingColumns=True))
     lines = _with_bucket(lines, buckets).select(*[F.col(f.name).cast(f.dataType) for f in FOLD_LINES.fields])
     return rows, lines
 

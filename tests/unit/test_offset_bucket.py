@@ -12,7 +12,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from coordinator_core.history.offset_fold import continue_offsets, fold_record
 from coordinator_core.logs import events as ev
-from jobs.offset_events.fold import DECIDED, FOLD_INPUT, FOLD_LINES, RECORD, ROW, STATE, fold_fn
+from jobs.offset_events.fold import DECIDED, FOLD_INPUT, FOLD_LINES, LINE, RECORD, ROW, STATE, fold_fn
 from tests.unit.test_history_builders import commit, event, generation, member, offset_tombstone
 from tests.unit.test_offset_fold import _group_line
 
@@ -36,13 +36,15 @@ def test_every_group_of_a_bucket_folds_as_it_would_alone() -> None:
                              group_id="decided", **STALL, horizon_ms=HORIZON)
     assert first.state["tail"]
     rows = [*_records("ordinary", ordinary), *_records("with-line", with_line),
-            {"cluster": "c", "group_id": "decided", "_bucket": 0, "_part": STATE, "offsets": first.state},
             {"cluster": "c", "group_id": "decided", "_bucket": 0, "_part": DECIDED, "record_partition": 0,
              "record_offset": 0, "transaction_outcome": "committed"}]
     # interleaved, as a bucket arrives
     rows = rows[::2] + rows[1::2]
     inputs = pa.Table.from_pylist(rows, schema=to_arrow_schema(FOLD_INPUT))
-    lines = pa.Table.from_pylist([{"cluster": "c", "group_id": "with-line", "_bucket": 0, "_sweep": False, **line}],
+    # the carried state travels with the lines (few rows), not with the records
+    lines = pa.Table.from_pylist([{"cluster": "c", "group_id": "decided", "_bucket": 0, "_part": STATE,
+                                   "offsets": first.state},
+                                  {"cluster": "c", "group_id": "with-line", "_bucket": 0, "_part": LINE, **line}],
                                  schema=to_arrow_schema(FOLD_LINES))
     out = fold_fn(STALL["stall_min_commits"], STALL["stall_min_ms"], HORIZON)(inputs, lines).to_pylist()
 
