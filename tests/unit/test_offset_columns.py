@@ -40,6 +40,28 @@ def _same_result(columns: OffsetFoldResult, rows: OffsetFoldResult) -> None:
     assert columns.state == rows.state
 
 
+def _runs(draw: st.DrawFn, n: int) -> list[int]:
+    """The run (of 1 to 5) that archives each of `n` records, in log order."""
+    k = draw(st.integers(1, 5), label="runs")
+    cuts = sorted(draw(st.lists(st.integers(0, n), min_size=k - 1, max_size=k - 1)))
+    return [sum(1 for c in cuts if c <= i) for i in range(n)]
+
+
+def _every_run_taken_and_equal(records: list[GroupRecord], record_run: list[int]) -> None:
+    """Each run's new records folded from the state the walk left: the columnar fold takes every run and
+    gives the walk's rows, withdrawn grains and state."""
+    state: dict[str, Any] | None = None
+    for run in range(max(record_run) + 1):
+        new = [fold_record(r) for i, r in enumerate(records) if record_run[i] == run]
+        if not new:
+            continue
+        expected = continue_offsets(state, new, group_id=GROUP, **STALL)
+        got = continue_offsets_columns(copy.deepcopy(state), record_arrays_from_dicts(new), group_id=GROUP, **STALL)
+        assert got is not None, f"run {run} was not taken"
+        _same_result(got, expected)
+        state = copy.deepcopy(expected.state)
+
+
 @st.composite
 def ordinary_histories(draw: st.DrawFn) -> tuple[list[GroupRecord], list[int]]:
     """An ordinary group's archive (commits that repeat, advance and go back on three partitions, generations
@@ -66,25 +88,13 @@ def ordinary_histories(draw: st.DrawFn) -> tuple[list[GroupRecord], list[int]]:
                                       [member(f"c-{i}", "c") for i in range(draw(st.integers(0, 2)))]))
         else:
             records.append(placeholder(offset, seconds))
-    k = draw(st.integers(1, 5), label="runs")
-    cuts = sorted(draw(st.lists(st.integers(0, len(records)), min_size=k - 1, max_size=k - 1)))
-    return records, [sum(1 for c in cuts if c <= i) for i in range(len(records))]
+    return records, _runs(draw, len(records))
 
 
 @settings(max_examples=200, deadline=None)
 @given(ordinary_histories())
 def test_an_ordinary_groups_nights_fold_over_columns_as_record_by_record(case: Any) -> None:
-    records, record_run = case
-    state: dict[str, Any] | None = None
-    for run in range(max(record_run) + 1):
-        new = [fold_record(r) for i, r in enumerate(records) if record_run[i] == run]
-        if not new:
-            continue
-        expected = continue_offsets(state, new, group_id=GROUP, **STALL)
-        got = continue_offsets_columns(copy.deepcopy(state), record_arrays_from_dicts(new), group_id=GROUP, **STALL)
-        assert got is not None, f"run {run} of an ordinary group was not taken"
-        _same_result(got, expected)
-        state = copy.deepcopy(expected.state)
+    _every_run_taken_and_equal(*case)
 
 
 @st.composite
@@ -112,9 +122,7 @@ def consumer_protocol_histories(draw: st.DrawFn) -> tuple[list[GroupRecord], lis
             records.append(cg_target_epoch(offset, seconds, epoch))
         else:
             records.append(generation(offset, seconds, draw(st.integers(1, 3)), [member("c-1", "c")]))
-    k = draw(st.integers(1, 5), label="runs")
-    cuts = sorted(draw(st.lists(st.integers(0, len(records)), min_size=k - 1, max_size=k - 1)))
-    return records, [sum(1 for c in cuts if c <= i) for i in range(len(records))]
+    return records, _runs(draw, len(records))
 
 
 @settings(max_examples=120, deadline=None)
@@ -122,17 +130,7 @@ def consumer_protocol_histories(draw: st.DrawFn) -> tuple[list[GroupRecord], lis
 def test_a_consumer_protocol_groups_nights_fold_over_columns_as_record_by_record(case: Any) -> None:
     """KIP-848 groups (4.x's default for new consumers) are ordinary too: each epoch's member count is the
     members joined and not left before it, carried from night to night in the state."""
-    records, record_run = case
-    state: dict[str, Any] | None = None
-    for run in range(max(record_run) + 1):
-        new = [fold_record(r) for i, r in enumerate(records) if record_run[i] == run]
-        if not new:
-            continue
-        expected = continue_offsets(state, new, group_id=GROUP, **STALL)
-        got = continue_offsets_columns(copy.deepcopy(state), record_arrays_from_dicts(new), group_id=GROUP, **STALL)
-        assert got is not None, f"run {run} of a consumer-protocol group was not taken"
-        _same_result(got, expected)
-        state = copy.deepcopy(expected.state)
+    _every_run_taken_and_equal(*case)
 
 
 @settings(max_examples=150, deadline=None)
