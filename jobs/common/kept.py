@@ -7,6 +7,19 @@ from collections.abc import Callable
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
+#: Session setting: where kept frames go, "memory" (Spark's MEMORY_AND_DISK, rows as objects in the heap) or
+#: "disk" (DISK_ONLY). `jobs.common.session.plan_for_input` chooses memory for a small night and disk for a
+#: large one; unset, memory. In local mode the executor is the driver, so a large night kept in memory held
+#: its rows in the driver's heap (marginal_bench: 2.0 GiB after GC at 3M records, 0.9 GiB on disk), while a
+#: small night's few rows read faster from memory (3M rows: written and read three times in 4.2 s from
+#: memory, 7.1 s from disk).
+KEPT_STORAGE = "spark.cgh.keptStorage"
+
+
+def _level(frame: DataFrame) -> StorageLevel | None:
+    """The storage level for `frame` (None: localCheckpoint's own default, MEMORY_AND_DISK as objects)."""
+    return StorageLevel.DISK_ONLY if frame.sparkSession.conf.get(KEPT_STORAGE, "memory") == "disk" else None
+
 
 def kept(frame: DataFrame) -> tuple[DataFrame, Callable[[], None]]:
     """`frame` computed now and kept, and how to let it go. The frame returned is rows, not a plan: no later
@@ -28,14 +41,16 @@ def kept(frame: DataFrame) -> tuple[DataFrame, Callable[[], None]]:
     materialized at once, and the caller gets a frame over the cached rows (a LogicalRDD).
     """
     if (frame.sparkSession.sparkContext.master or "").startswith("local"):
-        checkpoint = frame.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
+        level = _level(frame)
+        checkpoint = (frame.localCheckpoint(eager=True) if level is None
+                      else frame.localCheckpoint(eager=True, storageLevel=level))
 
         def release() -> None:
             # The checkpoint's blocks belong to the RDD under its plan, not to Spark's cache manager.
             checkpoint._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
         return checkpoint, release
-    cached = frame.persist(StorageLevel.DISK_ONLY)
+    cached = frame.persist(_level(frame) or StorageLevel.MEMORY_AND_DISK)
     cached.count()
     spark = frame.sparkSession
     over_cached_rows = DataFrame(spark._jsparkSession.createDataFrame(cached._jdf.rdd(), cached._jdf.schema()), spark)

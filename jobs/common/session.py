@@ -21,6 +21,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from jobs.common.config import Config, SparkConfig, load_job_config
+from jobs.common.kept import KEPT_STORAGE
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -241,11 +242,13 @@ def plan_for_input(spark: SparkSession, config: SparkConfig, new_bytes: int | No
              and (new_records is None or new_records < SMALL_INPUT_RECORDS))
     # as `spark_conf` sets them (None: Spark's default)
     wanted: dict[str, str | None] = {ADAPTIVE: "true", SHUFFLE_PARTITIONS: str(config.shuffle_partitions),
-                                     BROADCAST_THRESHOLD: None, WHOLE_STAGE_CODEGEN: None, CODEGEN_FACTORY: None}
+                                     BROADCAST_THRESHOLD: None, WHOLE_STAGE_CODEGEN: None, CODEGEN_FACTORY: None,
+                                     KEPT_STORAGE: "disk"}
     if small:
         cores = max(1, spark.sparkContext.defaultParallelism)
         wanted = {ADAPTIVE: "false", SHUFFLE_PARTITIONS: str(min(config.shuffle_partitions, cores)),
-                  BROADCAST_THRESHOLD: "-1", WHOLE_STAGE_CODEGEN: "false", CODEGEN_FACTORY: "NO_CODEGEN"}
+                  BROADCAST_THRESHOLD: "-1", WHOLE_STAGE_CODEGEN: "false", CODEGEN_FACTORY: "NO_CODEGEN",
+                  KEPT_STORAGE: "memory"}
     for key, value in wanted.items():
         if key in config.extra:
             continue

@@ -79,6 +79,7 @@ def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statica
     import os
 
     from jobs.common.config import SparkConfig
+    from jobs.common.kept import KEPT_STORAGE, kept
     from jobs.common.session import (
         ADAPTIVE,
         BROADCAST_THRESHOLD,
@@ -106,7 +107,7 @@ def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statica
     assert tables.added_since(RAW_OFFSETS, tables.version(RAW_OFFSETS) - 1) == (0, 0)
 
     settings = (ADAPTIVE, SHUFFLE_PARTITIONS, BROADCAST_THRESHOLD, WHOLE_STAGE_CODEGEN, CODEGEN_FACTORY)
-    before = {k: spark.conf.get(k, None) for k in settings}
+    before = {k: spark.conf.get(k, None) for k in (*settings, KEPT_STORAGE)}
     # Spark's own defaults: a 10 MiB broadcast threshold, whole-stage codegen, codegen with interpreted fallback
     spark_default = ("10485760b", "true", "FALLBACK")
 
@@ -122,10 +123,15 @@ def test_bytes_added_are_the_new_rows_files_and_a_small_input_is_planned_statica
         cores = str(spark.sparkContext.defaultParallelism)  # fewer than the 8 configured
         assert now() == ("false", cores, "-1", "false", "NO_CODEGEN")
         assert "queries planned statically and interpreted" in said
+        assert spark.conf.get(KEPT_STORAGE) == "memory"  # a small night's kept rows stay in memory
         # A query planned now runs interpreted: no operator of its plan is in a whole-stage codegen stage, "*(n)".
         assert "*(" not in executed_plan()
         plan_for_input(spark, config, SMALL_INPUT_BYTES)
         assert now() == ("true", "8", *spark_default)
+        assert spark.conf.get(KEPT_STORAGE) == "disk"  # a large night's go to disk, not the driver's heap
+        kept_rows, release = kept(spark.range(5))
+        assert kept_rows.count() == 5
+        release()
         # Few bytes but many rows (archived rows compress well): compiled; fewer rows: interpreted again.
         said = plan_for_input(spark, config, 1, SMALL_INPUT_RECORDS)
         assert now() == ("true", "8", *spark_default) and f"{SMALL_INPUT_RECORDS:,} records" in said
