@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 #: Session setting: where kept frames go, "memory" (Spark's MEMORY_AND_DISK, rows as objects in the heap) or
 #: "disk" (DISK_ONLY). `jobs.common.session.plan_for_input` chooses memory for a small night and disk for a
@@ -16,9 +16,14 @@ from pyspark.sql import DataFrame
 KEPT_STORAGE = "spark.cgh.keptStorage"
 
 
+def kept_in_memory(spark: SparkSession) -> bool:
+    """Whether frames are kept in memory (a small night, or no size chosen)."""
+    return spark.conf.get(KEPT_STORAGE, "memory") != "disk"
+
+
 def _level(frame: DataFrame) -> StorageLevel | None:
     """The storage level for `frame` (None: localCheckpoint's own default, MEMORY_AND_DISK as objects)."""
-    return StorageLevel.DISK_ONLY if frame.sparkSession.conf.get(KEPT_STORAGE, "memory") == "disk" else None
+    return None if kept_in_memory(frame.sparkSession) else StorageLevel.DISK_ONLY
 
 
 def kept(frame: DataFrame) -> tuple[DataFrame, Callable[[], None]]:
