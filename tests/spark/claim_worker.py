@@ -3,7 +3,9 @@ scheduled run on another driver would: its own JVM and its own in-memory catalog
 
 It builds its session, says it is ready (a file), then for each round (a `--go` and an `--out` file) waits for
 the test's go, claims, and writes `refused <message>` to the round's output, or `won <run_id>` and, once it has held the
-claim for `--hold` seconds and let go, a `released` line. It exits 75 when its last round was refused.
+claim for `--hold` seconds and let go, a `released` line. With `--hold-until FILE`, the winner of the last round
+holds the claim until that file exists instead (the test runs a nightly job against it meanwhile). It exits 75
+when its last round was refused.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="one per round: the file whose creation starts the round's claim")
     parser.add_argument("--out", required=True, action="append", help="one per round: where its result goes")
     parser.add_argument("--hold", type=float, default=3.0)
+    parser.add_argument("--hold-until", default=None,
+                        help="the last round's winner holds the claim until this file exists (not --hold seconds)")
     args = parser.parse_args(argv)
     if len(args.go) != len(args.out):
         parser.error("give as many --out as --go (one of each per round)")
@@ -66,7 +70,11 @@ def main(argv: list[str] | None = None) -> int:
             status = 75
             continue
         Path(out).write_text(f"won {run_id}\n")
-        time.sleep(args.hold)
+        if args.hold_until is not None and round_ == len(args.go) - 1:
+            while not Path(args.hold_until).exists():
+                time.sleep(0.05)
+        else:
+            time.sleep(args.hold)
         claim.release()
         with open(out, "a") as done:  # the next round may start: the warehouse is free
             done.write("released\n")

@@ -124,19 +124,51 @@ def test_two_processes_claiming_one_table_location_at_once_one_wins(tmp_path: Pa
     """Two drivers (own JVMs, own in-memory catalogs, one table location) claim within milliseconds of each
     other, in two rounds (in the first both also create the claims table): exactly one wins each round, the
     other gets the one-line refusal. The same two drivers race both rounds (a JVM start is most of a
-    driver's cost)."""
-    location = str(tmp_path / "tables")
+    driver's cost). The last round's winner then holds the warehouse while a `python -m jobs.nightly` on it
+    is refused (its own JVM and catalog): status 75 (EX_TEMPFAIL), one line naming the holder, no table of
+    the run created."""
+    location = tmp_path / "tables"
     rounds = 2
     go = [tmp_path / f"go-{r}" for r in range(rounds)]
+    release = tmp_path / "release"
     workers = []
     for i in (1, 2):
         outs, ready = [tmp_path / f"out-{r}-{i}" for r in range(rounds)], tmp_path / f"ready-{i}"
-        cmd = [sys.executable, "-m", "tests.spark.claim_worker", "--location", location, "--run-id", f"w{i}",
-               "--ready", str(ready), "--hold", "2"]
+        cmd = [sys.executable, "-m", "tests.spark.claim_worker", "--location", str(location), "--run-id", f"w{i}",
+               "--ready", str(ready), "--hold", "2", "--hold-until", str(release)]
         for g, o in zip(go, outs, strict=True):
             cmd += ["--go", str(g), "--out", str(o)]
         with open(tmp_path / f"log-{i}", "w") as log:
-            workers.append((subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT), outs, ready))
+            workers.append((subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                             start_new_session=True), outs, ready))
+    try:
+        winners = _race(tmp_path, workers, go)
+        # The last round's winner holds the claim: a nightly run on the warehouse is refused.
+        conf = _nightly_toml(tmp_path / "nightly.toml", location,
+                             f'catalog = "in-memory"\nwarehouse_dir = "{tmp_path / "sw"}"\nmetastore_dir = ""')
+        job = subprocess.run([sys.executable, "-m", "jobs.nightly", "--conf", str(conf)], check=False, cwd=ROOT,
+                             capture_output=True, text=True, timeout=600)
+        release.touch()
+        codes = [p.wait(timeout=240) for p, _, _ in workers]
+    finally:
+        for p, _, _ in workers:
+            if p.poll() is None:
+                os.killpg(p.pid, 9)
+                p.wait(timeout=60)
+    # the worker refused in the last round exits as a refused nightly run does
+    assert sorted(codes) == [0, 75]
+    assert [w.endswith(f"-round{r}") for r, w in enumerate(winners)] == [True] * rounds
+    assert job.returncode == 75, job.stderr[-3000:]
+    line = _one_error_line(job.stderr)
+    assert f"run {winners[-1]} (claim_worker, pid" in line and "holds the warehouse" in line
+    # Not even ingest_runs (beside run_claims: the lock file its first creation on a local disk takes).
+    assert sorted(p.name for p in location.iterdir() if not p.name.startswith(".")) == ["run_claims"]
+
+
+def _race(tmp_path: Path, workers: list[tuple[subprocess.Popen[bytes], list[Path], Path]], go: list[Path]
+          ) -> list[str]:
+    """The rounds of the race: each started by its go file, ended by one refusal and one win (released,
+    but for the last round's, which holds on); the winners' run ids."""
     deadline = time.monotonic() + 240
     while not all(ready.exists() for _, _, ready in workers):
         assert time.monotonic() < deadline, "workers did not start"
@@ -144,14 +176,14 @@ def test_two_processes_claiming_one_table_location_at_once_one_wins(tmp_path: Pa
             (tmp_path / f"log-{i}").read_text()[-3000:] for i in (1, 2)]
         time.sleep(0.1)
     winners = []
-    for r in range(rounds):
+    for r in range(len(go)):
         go[r].touch()
         deadline = time.monotonic() + 240
-        # a round ends with a refusal and a release (a worker whose last round ended may exit)
+        last = r == len(go) - 1
         ended = [False, False]
         while not all(ended):
-            ended = [outs[r].exists() and ("refused " in outs[r].read_text() or "released" in outs[r].read_text())
-                     for _, outs, _ in workers]
+            texts = [outs[r].read_text() if outs[r].exists() else "" for _, outs, _ in workers]
+            ended = ["refused " in t or "released" in t or (last and t.startswith("won ")) for t in texts]
             assert time.monotonic() < deadline, f"round {r} did not end"
             assert all(done or p.poll() is None for done, (p, _, _) in zip(ended, workers, strict=True)), [
                 (tmp_path / f"log-{i}").read_text()[-3000:] for i in (1, 2)]
@@ -163,10 +195,7 @@ def test_two_processes_claiming_one_table_location_at_once_one_wins(tmp_path: Pa
         winner = won[0].split()[1]
         assert f"run {winner} (claim_worker, pid" in refused[0] and "holds the warehouse" in refused[0]
         winners.append(winner)
-    codes = [p.wait(timeout=240) for p, _, _ in workers]
-    # the worker refused in the last round exits as a refused nightly run does
-    assert sorted(codes) == [0, 75]
-    assert [w.endswith(f"-round{r}") for r, w in enumerate(winners)] == [True] * rounds
+    return winners
 
 
 def test_an_embedded_derby_metastore_in_use_is_named_not_a_hive_stack(tmp_path: Path) -> None:
@@ -225,36 +254,6 @@ def _one_error_line(stderr: str) -> str:
     errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and "Traceback" not in stderr and "at org.apache" not in stderr, stderr[-3000:]
     return errors[0]
-
-
-def test_the_nightly_job_refused_by_a_held_claim_exits_75_with_one_line_and_writes_nothing(tmp_path: Path) -> None:
-    """A second `python -m jobs.nightly` on a warehouse another driver holds (its own JVM and catalog):
-    status 75 (EX_TEMPFAIL), one line naming the holder, no table of the run created."""
-    location = tmp_path / "tables"
-    go, ready, out = tmp_path / "go", tmp_path / "ready", tmp_path / "out"
-    go.touch()
-    with open(tmp_path / "holder.log", "w") as log:
-        holder = subprocess.Popen(
-            [sys.executable, "-m", "tests.spark.claim_worker", "--location", str(location), "--run-id", "holder-run",
-             "--ready", str(ready), "--go", str(go), "--out", str(out), "--hold", "900"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 240
-        while not (out.exists() and out.read_text().startswith("won")):
-            assert holder.poll() is None and time.monotonic() < deadline, (tmp_path / "holder.log").read_text()[-3000:]
-            time.sleep(0.1)
-        conf = _nightly_toml(tmp_path / "nightly.toml", location,
-                             f'catalog = "in-memory"\nwarehouse_dir = "{tmp_path / "sw"}"\nmetastore_dir = ""')
-        job = subprocess.run([sys.executable, "-m", "jobs.nightly", "--conf", str(conf)], check=False, cwd=ROOT,
-                             capture_output=True, text=True, timeout=600)
-    finally:
-        os.killpg(holder.pid, 9)
-        holder.wait(timeout=60)
-    assert job.returncode == 75, job.stderr[-3000:]
-    line = _one_error_line(job.stderr)
-    assert "run holder-run (claim_worker, pid" in line and "holds the warehouse" in line
-    # Not even ingest_runs (beside run_claims: the lock file its first creation on a local disk takes).
-    assert sorted(p.name for p in location.iterdir() if not p.name.startswith(".")) == ["run_claims"]
 
 
 # A driver with the embedded Derby metastore booted (the default local configuration), held until killed.
