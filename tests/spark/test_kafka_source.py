@@ -50,48 +50,6 @@ def _commit_offsets(bootstrap: str, group: str, topic: str, offsets: list[int]) 
     consumer.close()
 
 
-def test_live_kafka_ingest_matches_segment_files(spark: SparkSession, tmp_path: Path) -> None:
-    from tests.kafka_testbed.broker import KafkaBroker
-
-    with KafkaBroker(tmp_path / "broker") as broker:
-        _commit_offsets(broker.bootstrap_servers, "live-group", "live-topic", [3, 5])
-        live = Config(
-            sources=SourcesConfig(mode="kafka", kafka=(KafkaSource("live", broker.bootstrap_servers),)),
-            tables=TablesConfig(database="cgh_live", location=str(tmp_path / "live_tables")),
-        )
-        tables = Tables(spark, "cgh_live", live.tables.location)
-        first = run_nightly(spark, live, stages=ARCHIVE_STAGES)
-        assert first.ingest is not None and first.ingest.records_archived > 0
-
-        def committed() -> list[tuple[str, int, int]]:
-            rows = tables.read(OFFSET_COMMITS).where(F.col("group_id") == "live-group")
-            return sorted((r["topic"], r["topic_partition"], r["committed_offset"])
-                          for r in rows.select("topic", "topic_partition", "committed_offset").collect())
-
-        assert committed() == [("live-topic", 0, 3), ("live-topic", 0, 5)]
-        again = run_nightly(spark, live, stages=ARCHIVE_STAGES)
-        assert again.ingest is not None and again.ingest.records_archived == 0  # from the last offset + 1
-
-        _commit_offsets(broker.bootstrap_servers, "live-group", "live-topic", [8])
-        third = run_nightly(spark, live, stages=ARCHIVE_STAGES)
-        assert third.decode is not None and third.decode.records_decoded >= 1
-        assert committed() == [("live-topic", 0, 3), ("live-topic", 0, 5), ("live-topic", 0, 8)]
-        broker.stop()
-
-        offline = Config(
-            sources=SourcesConfig(mode="segments", segments=(SegmentSource("live", str(broker.data_dir)),)),
-            tables=TablesConfig(database="cgh_offline", location=str(tmp_path / "offline_tables")),
-        )
-        run_nightly(spark, offline, stages=ARCHIVE_STAGES)
-        from_segments = Tables(spark, "cgh_offline", offline.tables.location).read(RAW_OFFSETS)
-        # Spark's Kafka source returns data records only; the segments also hold control records.
-        columns = ["cluster", "partition", "offset", "key", "value", "timestamp"]
-        live_raw = tables.read(RAW_OFFSETS).select(*columns)
-        segment_raw = from_segments.where(~F.col("is_control")).select(*columns)
-        assert live_raw.exceptAll(segment_raw).count() == 0
-        assert segment_raw.exceptAll(live_raw).count() == 0
-
-
 def _transaction(producer: object, group: str, topic: str, partition: int, offset: int, outcome: str | None) -> None:
     """One transaction that commits `offset` for `group` with TxnOffsetCommit, then commits, aborts, or
     (outcome None) stays open."""
@@ -110,53 +68,81 @@ def _transaction(producer: object, group: str, topic: str, partition: int, offse
         producer.abort_transaction()  # type: ignore[attr-defined]
 
 
-def test_live_kafka_ingest_resolves_transactions(spark: SparkSession, tmp_path: Path) -> None:
-    """Spark's Kafka source shows neither control records nor producer ids. A read_committed read tells the
-    aborted TxnOffsetCommits apart, and a transaction still open is not archived until it is decided."""
+
+def test_live_kafka_ingest_matches_segment_files_and_resolves_transactions(spark: SparkSession, tmp_path: Path) -> None:
+    """One broker, three live runs, then its segment files read offline.
+
+    Plain commits are archived once: a run with nothing new archives nothing, a later commit is read from
+    the last offset + 1. Spark's Kafka source shows neither control records nor producer ids: a read_committed
+    read tells the aborted TxnOffsetCommits apart (a committed one looks like a plain commit), and a
+    transaction still open is not archived until it is decided. Offline, the same broker's segment files give
+    the live archive's records byte for byte and resolve every transaction from its markers."""
     from kafka import KafkaProducer
 
     from tests.kafka_testbed.broker import KafkaBroker
 
     with KafkaBroker(tmp_path / "broker") as broker:
         bootstrap = broker.bootstrap_servers
+        _commit_offsets(bootstrap, "live-group", "live-topic", [3, 5])
         _commit_offsets(bootstrap, "plain-group", "txn-topic", [1])  # creates the topic, a plain commit
+        live = Config(
+            sources=SourcesConfig(mode="kafka", kafka=(KafkaSource("live", bootstrap),)),
+            tables=TablesConfig(database="cgh_live", location=str(tmp_path / "live_tables")),
+        )
+        tables = Tables(spark, "cgh_live", live.tables.location)
+
+        def committed() -> list[tuple[str, int, int]]:
+            rows = tables.read(OFFSET_COMMITS).where(F.col("group_id") == "live-group")
+            return sorted((r["topic"], r["topic_partition"], r["committed_offset"])
+                          for r in rows.select("topic", "topic_partition", "committed_offset").collect())
+
+        def commits() -> list[tuple[str, int, str | None]]:
+            rows = tables.read(OFFSET_COMMITS).where(F.col("group_id") == "txn-group")
+            return sorted((r["group_id"], r["committed_offset"], r["transaction_outcome"]) for r in rows.collect())
+
         producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="cgh-live-txn")
         try:
             producer.init_transactions()
             _transaction(producer, "txn-group", "txn-topic", 0, 10, "commit")
             _transaction(producer, "txn-group", "txn-topic", 0, 20, "abort")
-            _transaction(producer, "txn-group", "txn-topic", 0, 30, None)  # still open at the first run
-            live = Config(
-                sources=SourcesConfig(mode="kafka", kafka=(KafkaSource("live", bootstrap),)),
-                tables=TablesConfig(database="cgh_live_txn", location=str(tmp_path / "tables")),
-            )
-            tables = Tables(spark, "cgh_live_txn", live.tables.location)
+            _transaction(producer, "txn-group", "txn-topic", 0, 30, None)  # still open at the first two runs
 
-            def commits() -> list[tuple[str, int, str | None]]:
-                rows = tables.read(OFFSET_COMMITS).where(F.col("group_id") == "txn-group")
-                return sorted((r["group_id"], r["committed_offset"], r["transaction_outcome"]) for r in rows.collect())
-
-            run_nightly(spark, live, stages=ARCHIVE_STAGES)
+            first = run_nightly(spark, live, stages=ARCHIVE_STAGES)
+            assert first.ingest is not None and first.ingest.records_archived > 0
+            assert committed() == [("live-topic", 0, 3), ("live-topic", 0, 5)]
             # Committed: indistinguishable from a plain commit in a live read (outcome null); aborted: known;
             # the open one: not archived yet (past the last stable offset).
             assert commits() == [("txn-group", 10, None), ("txn-group", 20, "aborted")]
             plain = tables.read(OFFSET_COMMITS).where(F.col("group_id") == "plain-group").collect()
             assert [(r["committed_offset"], r["transaction_outcome"]) for r in plain] == [(1, None)]
 
+            again = run_nightly(spark, live, stages=ARCHIVE_STAGES)
+            assert again.ingest is not None and again.ingest.records_archived == 0  # from the last offset + 1
+
+            _commit_offsets(bootstrap, "live-group", "live-topic", [8])
             producer.abort_transaction()
-            run_nightly(spark, live, stages=ARCHIVE_STAGES)
+            third = run_nightly(spark, live, stages=ARCHIVE_STAGES)
+            assert third.decode is not None and third.decode.records_decoded >= 2
+            assert committed() == [("live-topic", 0, 3), ("live-topic", 0, 5), ("live-topic", 0, 8)]
             assert commits() == [("txn-group", 10, None), ("txn-group", 20, "aborted"), ("txn-group", 30, "aborted")]
         finally:
             producer.close()
         broker.stop()
 
-        # The same broker's segment files, read offline, resolve every transaction from its markers.
         offline = Config(
             sources=SourcesConfig(mode="segments", segments=(SegmentSource("live", str(broker.data_dir)),)),
-            tables=TablesConfig(database="cgh_offline_txn", location=str(tmp_path / "offline_tables")),
+            tables=TablesConfig(database="cgh_offline", location=str(tmp_path / "offline_tables")),
         )
         run_nightly(spark, offline, stages=ARCHIVE_STAGES)
-        rows = Tables(spark, "cgh_offline_txn", offline.tables.location).read(OFFSET_COMMITS).where(
-            F.col("group_id") == "txn-group").collect()
+        segment_tables = Tables(spark, "cgh_offline", offline.tables.location)
+        # Spark's Kafka source returns data records only; the segments also hold control records.
+        columns = ["cluster", "partition", "offset", "key", "value", "timestamp"]
+        live_raw = tables.read(RAW_OFFSETS).select(*columns)
+        segment_raw = segment_tables.read(RAW_OFFSETS).where(~F.col("is_control")).select(*columns)
+        assert live_raw.count() > 0
+        assert live_raw.exceptAll(segment_raw).count() == 0
+        assert segment_raw.exceptAll(live_raw).count() == 0
+        # The markers resolve every transaction.
+        rows = segment_tables.read(OFFSET_COMMITS).where(F.col("group_id") == "txn-group").collect()
         assert sorted((r["committed_offset"], r["transaction_outcome"]) for r in rows) == [
             (10, "committed"), (20, "aborted"), (30, "aborted")]
