@@ -7,13 +7,19 @@ per (sources, jar set) and reused, by every checkout on the machine (see `classe
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# Threads of one process (a test bed starting several Java clients at once) compile a harness once: the
+# first holds the lock while javac runs, the others then find its classes.
+_COMPILING = threading.Lock()
 
 
 def jar_dir(jar_set: str) -> Path:
@@ -43,23 +49,30 @@ def compile_sources(source_dir: Path, jar_set: str) -> Path:
     out = classes_cache() / f"{source_dir.parts[-4]}-{digest}-{jar_set}"
     if (out / ".compiled").is_file():
         return out
-    # Compiled beside the target and renamed into place: two test workers (pytest-xdist) may compile the same
-    # harness at once, and neither may see the other's half-written classes.
-    staging = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    subprocess.run(["javac", "-nowarn", "-d", str(staging), "-cp", f"{jar_dir(jar_set)}/*", *map(str, sources)],
-                   check=True, capture_output=True)
-    (staging / ".compiled").touch()
-    if (out / ".compiled").is_file():  # the other worker finished first: its classes are the same
-        shutil.rmtree(staging)
-        return out
-    shutil.rmtree(out, ignore_errors=True)  # a directory left by a compile that died half-way
-    try:
-        staging.rename(out)
-    except OSError:  # renamed into place by the other worker between the check and here
-        shutil.rmtree(staging)
+    with _COMPILING:
+        if not (out / ".compiled").is_file():
+            _compile_into(out, sources, jar_set)
     return out
+
+
+def _compile_into(out: Path, sources: list[Path], jar_set: str) -> None:
+    """Compiled into a staging directory of its own beside the target and renamed into place: two test
+    workers (pytest-xdist processes) may compile the same harness at once, and neither may see the other's
+    half-written classes. The staging name is unique (mkdtemp), never derived from the pid: a directory left
+    by a killed compile may carry a pid that a later process is given again."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        subprocess.run(["javac", "-nowarn", "-d", str(staging), "-cp", f"{jar_dir(jar_set)}/*",
+                        *map(str, sources)], check=True, capture_output=True)
+        (staging / ".compiled").touch()
+        if (out / ".compiled").is_file():  # the other worker finished first: its classes are the same
+            return
+        shutil.rmtree(out, ignore_errors=True)  # a directory left by a compile that died half-way
+        with contextlib.suppress(OSError):  # renamed into place by the other worker between the check and here
+            staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 REQUIRES_MARKER = "// oracle jar set requires: "
