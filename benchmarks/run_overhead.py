@@ -79,6 +79,7 @@ def counting_actions(counters: Counters) -> Iterator[None]:
     # overrides the base class's methods: patched there.
     # Writes count too: a Delta MERGE (`DeltaMergeBuilder.execute`) and a DataFrame write (`save`).
     from delta.tables import DeltaMergeBuilder
+    from pyspark import SparkContext
     from pyspark.sql.classic.dataframe import DataFrame
     from pyspark.sql.readwriter import DataFrameWriter
 
@@ -93,10 +94,17 @@ def counting_actions(counters: Counters) -> Iterator[None]:
                 return fn(self, *args, **kwargs)
             key, stage, t0 = counters.record(name), counters.stage, time.monotonic()
             busy[0] = True
+            # The jobs the action starts are described by the stage's line that asked (--jobs groups them
+            # so); Delta's own jobs inside it keep their descriptions.
+            context = SparkContext._active_spark_context
+            if context is not None:
+                context.setJobDescription(key)
             try:
                 return fn(self, *args, **kwargs)
             finally:
                 busy[0] = False
+                if context is not None:
+                    context.setJobDescription(None)  # type: ignore[arg-type]
                 counters.seconds[stage][key] += time.monotonic() - t0
         return counted
 
@@ -117,6 +125,29 @@ def _next_execution_id(spark: Any) -> int:
     store = spark._jsparkSession.sharedState().statusStore()
     executions = store.executionsList()
     return max((executions.apply(i).executionId() for i in range(executions.size())), default=-1) + 1
+
+
+def _jobs_by_kind(spark: Any, first: int, end: int) -> dict[str, list[float]]:
+    """The Spark jobs first..end-1 grouped by what started them: the job's description (Delta names its own
+    jobs: "Filtering files for query", "Compute snapshot for version", ...), else its call site; per kind
+    [count, seconds from submission to completion]. Jobs the status store no longer keeps are left out."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+    kinds: dict[str, list[float]] = {}
+    for job_id in range(first, end):
+        try:
+            job = store.job(job_id)
+        except Exception:  # noqa: BLE001 - dropped from the store (spark.ui.retainedJobs)
+            continue
+        description = job.description()
+        kind = str(description.get()) if description.isDefined() else str(job.name())
+        kind = " ".join(kind.split())[:90]
+        seconds = 0.0
+        if job.submissionTime().isDefined() and job.completionTime().isDefined():
+            seconds = (job.completionTime().get().getTime() - job.submissionTime().get().getTime()) / 1000
+        entry = kinds.setdefault(kind, [0, 0.0])
+        entry[0] += 1
+        entry[1] += seconds
+    return kinds
 
 
 def _commit_operations(table_dir: Path, after: int) -> collections.Counter[str]:
@@ -166,8 +197,8 @@ def _counting_history_steps(spark: Any, steps: dict[str, dict[str, float]]) -> N
         setattr(module, function_name, counted(name, getattr(module, function_name)))
 
 
-def _instrumented(stages: Any, spark: Any, counters: Counters, tables_dir: Path, figures: list[dict[str, Any]]
-                  ) -> tuple[Any, ...]:
+def _instrumented(stages: Any, spark: Any, counters: Counters, tables_dir: Path, figures: list[dict[str, Any]],
+                  jobs: bool = False) -> tuple[Any, ...]:
     from jobs.stages import Stage
 
     def wrap(stage: Any) -> Any:
@@ -190,6 +221,8 @@ def _instrumented(stages: Any, spark: Any, counters: Counters, tables_dir: Path,
                                 "actions": dict(counters.actions.pop(stage.name, {})),
                                 "action_seconds": {k: round(v, 2) for k, v in
                                                    counters.seconds.pop(stage.name, {}).items()}})
+                if jobs:
+                    figures[-1]["jobs_by_kind"] = _jobs_by_kind(spark, jobs0, _next_job_id(spark))
                 counters.stage = "commit"
         return Stage(stage.name, stage.writes, run)
 
@@ -219,6 +252,8 @@ def _print_run(label: str, seconds: float, figures: list[dict[str, Any]], verbos
             seconds: dict[str, float] = f.get("action_seconds", {})
             for what, n in sorted(f["actions"].items(), key=lambda kv: -seconds.get(kv[0], 0.0)):
                 print(f"    action  {n:>3} x {what}  ({seconds.get(what, 0.0):.2f} s)")
+            for kind, (n, job_seconds) in sorted(f.get("jobs_by_kind", {}).items(), key=lambda kv: -kv[1][1]):
+                print(f"    job     {int(n):>3} x {kind}  ({job_seconds:.2f} s)")
 
 
 def _logs_copied(config: Any, into: Path, touched_name: str) -> tuple[Any, Path]:
@@ -267,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
                              "static member's rejoin request, is then read and amends its group's generation)")
     parser.add_argument("--workdir", default=None, help="where the fresh warehouse goes (default: a temp dir)")
     parser.add_argument("--quiet", action="store_true", help="no per-site lines of commits and actions")
+    parser.add_argument("--jobs", action="store_true",
+                        help="per stage, its Spark jobs by description or call site, with their seconds")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting over the configuration's (repeatable), to compare settings")
     args = parser.parse_args(argv)
@@ -317,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
             if "client log line" in label and touched_log is not None:
                 _append_line(touched_log)
             figures: list[dict[str, Any]] = []
-            stages = _instrumented(STAGES, spark, counters, Path(run_config.tables.location), figures)
+            stages = _instrumented(STAGES, spark, counters, Path(run_config.tables.location), figures,
+                                   args.jobs)
             counters.stage = "setup"
             steps.clear()
             jobs0, sql0 = _next_job_id(spark), _next_execution_id(spark)
