@@ -31,7 +31,14 @@ from coordinator_core.cost import STATIC_RESTART_KIND
 from coordinator_core.storms import REBALANCE_OUTCOMES
 from jobs.common.delta_io import Tables
 from jobs.common.report_html import ReportData, mean_pause_per_paused_partition, render_report, shown_groups
-from schemas.gold import ASSIGNMENT_REPLAY, ASSIGNOR_WHATIF, GROUP_GENERATIONS, REBALANCE_COST, REBALANCE_STORMS
+from schemas.gold import (
+    ASSIGNMENT_REPLAY,
+    ASSIGNOR_WHATIF,
+    GROUP_GENERATIONS,
+    REBALANCE_COST,
+    REBALANCE_STORMS,
+    TableSpec,
+)
 
 GROUP_KEY = ("cluster", "group_id")
 
@@ -296,10 +303,23 @@ REPORT_INPUTS = (GROUP_GENERATIONS, REBALANCE_STORMS, ASSIGNOR_WHATIF, ASSIGNMEN
 
 
 def report_stamp(tables: Tables, groups_shown: int) -> str:
-    """What a report was drawn from (its tables' versions, the database, the groups shown), as an HTML comment."""
-    inputs = {"database": tables.database, "groups_shown": groups_shown,
-              "versions": {spec.name: tables.version(spec) for spec in REPORT_INPUTS}}
+    """What a report was drawn from, as an HTML comment: the database and the tables' location, the groups
+    shown, and each input table's version with that commit's time. A version number alone names no table: a
+    warehouse deleted and rebuilt from the same input (after an upgrade of the project, say), or another
+    warehouse written to the same report path, reaches the same versions with other rows, and its report
+    must be drawn again."""
+    inputs = {"database": tables.database, "location": tables.location, "groups_shown": groups_shown,
+              "versions": {spec.name: _version_and_time(tables, spec) for spec in REPORT_INPUTS}}
     return f"<!-- cgh report inputs {json.dumps(inputs, sort_keys=True)} -->"
+
+
+def _version_and_time(tables: Tables, spec: TableSpec) -> list[int | None]:
+    """The table's current version and its commit's timestamp (ms; None when the commit file is gone), read
+    from the table's log: no query."""
+    version = tables.version(spec)
+    actions = tables.commit_actions(spec, version) or []
+    committed = next((a["commitInfo"].get("timestamp") for a in actions if "commitInfo" in a), None)
+    return [version, committed]
 
 
 def report_is_current(out_path: Path, stamp: str) -> bool:

@@ -287,10 +287,16 @@ def test_the_summary_json_matches_the_tables_and_the_samples(runs: Runs) -> None
     assert second["stages"]["report"]["summary"] in (
         str(report), f"{report} (current: its tables have not changed since it was written)")
     stamp = json.loads(report.read_text().rstrip().removesuffix("-->").rsplit("<!-- cgh report inputs ", 1)[1])
-    assert stamp == {"database": "consumer_group_history", "groups_shown": 4, "versions": {
-        name: DeltaTable(str(runs.root / "wh" / "tables" / name)).version()
-        for name in ("group_generations", "rebalance_storms", "assignor_whatif", "assignment_replay",
-                     "rebalance_cost")}}
+
+    def version_and_time(name: str) -> list[int]:
+        table = DeltaTable(str(runs.root / "wh" / "tables" / name))
+        return [table.version(), table.history(1)[0]["timestamp"]]
+
+    assert stamp == {"database": "consumer_group_history", "location": str(runs.root / "wh" / "tables"),
+                     "groups_shown": 4, "versions": {
+                         name: version_and_time(name)
+                         for name in ("group_generations", "rebalance_storms", "assignor_whatif",
+                                      "assignment_replay", "rebalance_cost")}}
     # The replay's figures are assignment_replay's generations by status (the first run wrote them all)
     replayed = DeltaTable(str(runs.root / "wh" / "tables" / "assignment_replay")).to_pyarrow_table().to_pylist()
     generations = {(r["cluster"], r["group_id"], r["generation"], r["record_offset"]): r for r in replayed}
