@@ -20,6 +20,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from jobs.common import class_archive
 from jobs.common.config import Config, SparkConfig, load_job_config
 from jobs.common.kept import KEPT_STORAGE
 
@@ -141,9 +142,15 @@ def spark_conf(spark: SparkConfig, *, for_shell: bool = False) -> dict[str, str]
         "spark.ui.retainedJobs": "200",
         "spark.ui.retainedStages": "200",
     }
+    jars = local_jars(spark.jars_dir) if for_shell or not launched_by_spark_submit() else []
     driver_java_options = []
     if spark.master.startswith("local") and (for_shell or not launched_by_spark_submit()):
         driver_java_options += [LOCAL_GC_OPTION, *LOCAL_JIT_OPTIONS]
+        # The local JVM is driver and executors at once: Delta's and Kafka's jars on its class path are
+        # loaded by the application class loader, whose classes the class archive can hold (see the module).
+        if jars:
+            conf["spark.driver.extraClassPath"] = os.pathsep.join(jars)
+        driver_java_options += class_archive.java_options(jars)
     if for_shell or not launched_by_spark_submit():
         driver_java_options += log4j2_option()
     if spark.catalog == "hive" and spark.metastore_dir and "://" not in spark.metastore_dir:
@@ -156,10 +163,8 @@ def spark_conf(spark: SparkConfig, *, for_shell: bool = False) -> dict[str, str]
         conf["spark.driver.extraJavaOptions"] = " ".join(driver_java_options)
     if not for_shell and local_workers_run_this_interpreter(spark):
         conf["spark.python.daemon.module"] = PYTHON_DAEMON_MODULE
-    if for_shell or not launched_by_spark_submit():
-        jars = local_jars(spark.jars_dir)
-        if jars:
-            conf["spark.jars"] = ",".join(jars)
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
     conf.update(spark.extra)
     return conf
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from jobs.common import class_archive
 from jobs.common.config import PROJECT_ROOT, ConfigError, KafkaSource, load_config, parse_config
-from jobs.common.session import LOCAL_GC_OPTION, LOCAL_JIT_OPTIONS, PYTHON_DAEMON_MODULE, spark_conf
+from jobs.common.session import LOCAL_GC_OPTION, LOCAL_JIT_OPTIONS, PYTHON_DAEMON_MODULE, local_jars, spark_conf
 from jobs.ingest.kafka_source import kafka_options
 
 
@@ -79,8 +80,10 @@ def test_a_local_jvm_collects_garbage_for_throughput_and_keeps_the_metastore_hom
     local = load_config(PROJECT_ROOT / "conf" / "local.toml").spark
     options = spark_conf(local)["spark.driver.extraJavaOptions"].split()
     quiet_log4j = f"-Dlog4j2.configurationFile=file:{PROJECT_ROOT / 'conf' / 'log4j2.properties'}"
-    assert options == [LOCAL_GC_OPTION, *LOCAL_JIT_OPTIONS, quiet_log4j,
+    jars = local_jars(local.jars_dir)
+    assert options == [LOCAL_GC_OPTION, *LOCAL_JIT_OPTIONS, *class_archive.java_options(jars), quiet_log4j,
                        f"-Dderby.system.home={Path(local.metastore_dir).parent}"]
+    assert spark_conf(local)["spark.driver.extraClassPath"].split(":") == jars
 
     # Under spark-submit the JVM is already running with the options the user gave it.
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
@@ -89,6 +92,28 @@ def test_a_local_jvm_collects_garbage_for_throughput_and_keeps_the_metastore_hom
     cluster = load_config(PROJECT_ROOT / "conf" / "cluster.example.toml").spark
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT")
     assert spark_conf(replace(cluster, master="yarn"))["spark.driver.extraJavaOptions"].split() == [quiet_log4j]
+    assert "spark.driver.extraClassPath" not in spark_conf(replace(cluster, master="yarn"))
+
+
+def test_the_session_jvm_maps_the_class_archive_bootstrap_built(spark: SparkSession) -> None:
+    """scripts/bootstrap dumps Spark's, Delta's and Kafka's classes for this checkout's local JVM: the test
+    session's JVM was started with that archive and maps it (the JVM drops an archive that does not match its
+    class path silently, so a stale key would only show as a slower start)."""
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jars = spark.sparkContext.getConf().get("spark.driver.extraClassPath").split(":")
+    archive = class_archive.archive_path(jars)
+    assert archive is not None and archive.is_file(), f"no class archive {archive}: run scripts/bootstrap"
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert f"-XX:SharedArchiveFile={archive}" in arguments
+    assert "sharing" in jvm.System.getProperty("java.vm.info")
+    assert jvm.System.getProperty("java.class.path").split(":")[:len(jars)] == jars
+    # The check bootstrap makes before putting an archive in place refuses one for another class path.
+    java = str(Path(jvm.System.getProperty("java.home")) / "bin" / "java")
+    modules = [a for a in arguments if a.startswith("--add-modules")]
+    class_path = jvm.System.getProperty("java.class.path")
+    class_archive.verify(archive, [java, "-cp", class_path, *modules, "Main"])
+    with pytest.raises(RuntimeError, match="refuses"):
+        class_archive.verify(archive, [java, "-cp", class_path.split(":", 1)[1], *modules, "Main"])
 
 
 def test_the_session_jvm_runs_the_parallel_collector_and_the_raised_jit_thresholds(spark: SparkSession) -> None:
