@@ -41,10 +41,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import tomllib
+
 if TYPE_CHECKING:
     from jobs.common.config import Config
-
-import tomllib
 
 #: Bump when what goes into an archive changes (its dump options, the training run), so old ones are rebuilt.
 ARCHIVE_FORMAT = 1
@@ -53,7 +53,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ARCHIVE_DIR = PROJECT_ROOT / ".cache" / "cds"
 #: The per-user cache of class lists (path-independent), shared by every checkout on the machine.
 CLASS_LIST_DIR = Path(os.environ.get("CGH_CDS_CACHE") or Path.home() / ".cache" / "consumer-group-history" / "cds")
-#: JVM options of the dump that must not reach it from the session's own options.
+#: The option naming an archive: left out of the options a training night or a dump starts from.
 _ARCHIVE_OPTION = "-XX:SharedArchiveFile="
 
 
